@@ -1,0 +1,68 @@
+/*
+ * barrier.c -- dissemination barrier (Hensgen, Finkel, Manber).
+ *
+ * Schedule for n ranks, rank r: in round k = 0, 1, ..., ceil(log2 n) - 1 send
+ * an empty message to (r + 2^k) mod n and receive one from (r - 2^k) mod n.
+ * After round k every rank has heard, directly or through others, from the
+ * 2^(k+1) - 1 ranks before it, so after the last round from all n - 1. Works
+ * for any n (no power-of-two padding), ceil(log2 n) rounds of one message.
+ */
+#include "config.h"
+
+#include "coll/pcoll.h"
+
+static int barrier_start(ppt_state_t *s, plait_comm_t comm, const char *what,
+                         plait_request_t *req)
+{
+    int n = comm->size, rounds = 0;
+    pcoll_sched_t *sc;
+    for (int d = 1; d < n; d <<= 1)
+        rounds++;
+    PRT_CHECK(pcoll_sched_new(s, comm, rounds, 2 * rounds, &sc));
+    for (int d = 1; d < n; d <<= 1) {
+        pcoll_sched_add(sc, (comm->rank + d) % n, 1, NULL, 0);
+        pcoll_sched_add(sc, (comm->rank - d % n + n) % n, 0, NULL, 0);
+        pcoll_sched_end_round(sc);
+    }
+    return pcoll_sched_start_locked(sc, what, req);
+}
+
+int plait_ibarrier(plait_comm_t comm, plait_request_t *req)
+{
+    ppt_state_t *s;
+    int rc;
+    if (!(s = ppt_enter(&rc, "plait_ibarrier")))
+        return rc;
+    PRT_CHECK(ppt_comm_check(comm, "plait_ibarrier"));
+    if (!req)
+        return prt_err(PLAIT_ERR_ARG, "plait_ibarrier: req is NULL");
+    pthread_mutex_lock(&s->lock);
+    rc = barrier_start(s, comm, "plait_ibarrier", req);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+int pcoll_barrier_locked(ppt_state_t *s, plait_comm_t comm, const char *what)
+{
+    plait_request_t req = NULL;
+    int rc = barrier_start(s, comm, what, &req);
+    if (rc == PLAIT_OK) {
+        rc = ppt_wait_locked(s, req, what);
+        ppt_cancel_locked(s, req);
+        ppt_req_free(req);
+    }
+    return rc;
+}
+
+int plait_barrier(plait_comm_t comm)
+{
+    ppt_state_t *s;
+    int rc;
+    if (!(s = ppt_enter(&rc, "plait_barrier")))
+        return rc;
+    PRT_CHECK(ppt_comm_check(comm, "plait_barrier"));
+    pthread_mutex_lock(&s->lock);
+    rc = pcoll_barrier_locked(s, comm, "plait_barrier");
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/*
+ * lifecycle.c -- plait_init, plait_finalize, plait_abort and friends. They sit
+ * in the collectives layer because finalize is a barrier over the world.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/pcoll.h"
+
+static pthread_mutex_t lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int plait_init(void)
+{
+    int rc;
+    pthread_mutex_lock(&lifecycle_lock);
+    rc = ppt_init();
+    pthread_mutex_unlock(&lifecycle_lock);
+    return rc;
+}
+
+int plait_finalize(void)
+{
+    ppt_state_t *s;
+    int rc, brc;
+    pthread_mutex_lock(&lifecycle_lock);
+    if (!(s = ppt_enter(&rc, "plait_finalize"))) {
+        pthread_mutex_unlock(&lifecycle_lock);
+        return rc;
+    }
+    /* Nobody may tear down while a peer still needs its memory or frames. */
+    pthread_mutex_lock(&s->lock);
+    brc = pcoll_barrier_locked(s, s->world, "plait_finalize");
+    pthread_mutex_unlock(&s->lock);
+    rc = ppt_fini();
+    pthread_mutex_unlock(&lifecycle_lock);
+    return brc != PLAIT_OK ? brc : rc;
+}
+
+int plait_initialized(int *flag)
+{
+    if (!flag)
+        return prt_err(PLAIT_ERR_ARG, "plait_initialized: flag is NULL");
+    *flag = ppt_get() != NULL;
+    return PLAIT_OK;
+}
+
+void plait_abort(int exit_code, const char *reason)
+{
+    ppt_state_t *s = ppt_get();
+    char line[600];
+    int n = snprintf(line, sizeof line, "plait[%d]: plait_abort(%d): %s\n", s ? s->job.rank : -1,
+                     exit_code, reason ? reason : "(no reason given)");
+    if (write(STDERR_FILENO, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1)) < 0) {
+        /* stderr is gone: the exit status still tells */
+    }
+    prt_boot_abort(s ? &s->job : NULL, exit_code, reason ? reason : "plait_abort");
+}
+
+int plait_version(int *major, int *minor, int *patch)
+{
+    if (!major || !minor || !patch)
+        return prt_err(PLAIT_ERR_ARG, "plait_version: %s is NULL",
+                       !major ? "major" : !minor ? "minor" : "patch");
+    *major = PLAIT_VERSION_MAJOR;
+    *minor = PLAIT_VERSION_MINOR;
+    *patch = PLAIT_VERSION_PATCH;
+    return PLAIT_OK;
+}

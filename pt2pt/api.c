@@ -1,0 +1,231 @@
+/*
+ * api.c -- the pt2pt layer's instance (setup/teardown used by plait_init and
+ * plait_finalize) and the public point-to-point calls with their argument
+ * checks.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pt2pt/ppt.h"
+
+enum { PPT_PHASE_NEVER = 0, PPT_PHASE_ACTIVE, PPT_PHASE_FINALIZED };
+
+/* The one library instance: the C API has no handle to carry it. */
+static ppt_state_t *ppt_inst;
+static _Atomic int ppt_phase;
+
+ppt_state_t *ppt_get(void)
+{
+    return atomic_load_explicit(&ppt_phase, memory_order_acquire) == PPT_PHASE_ACTIVE ? ppt_inst
+                                                                                      : NULL;
+}
+
+int ppt_phase_now(void) { return atomic_load(&ppt_phase); }
+
+ppt_state_t *ppt_enter(int *rc, const char *fn)
+{
+    int phase = atomic_load_explicit(&ppt_phase, memory_order_acquire);
+    if (phase == PPT_PHASE_ACTIVE)
+        return ppt_inst;
+    *rc = prt_err(PLAIT_ERR_STATE, phase == PPT_PHASE_NEVER
+                                       ? "%s: plait_init has not been called"
+                                       : "%s: called after plait_finalize", fn);
+    return NULL;
+}
+
+static int ppt_routes(ppt_state_t *s)
+{
+    prt_job_t *j = &s->job;
+    s->route = calloc((size_t)j->size, sizeof *s->route);
+    s->txq = calloc((size_t)j->size, sizeof *s->txq);
+    if (!s->route || !s->txq)
+        return prt_err(PLAIT_ERR_NOMEM, "no memory for %d routes", j->size);
+    for (int i = 0; i < j->local_size; i++)
+        s->route[j->local_peers[i]] = PPT_ROUTE_SHM;
+    s->route[j->rank] = PPT_ROUTE_SELF;
+    return PLAIT_OK;
+}
+
+static int ppt_world(ppt_state_t *s)
+{
+    int *world_of = malloc((size_t)s->job.size * sizeof(int));
+    if (!world_of)
+        return prt_err(PLAIT_ERR_NOMEM, "no memory for the world communicator");
+    for (int i = 0; i < s->job.size; i++)
+        world_of[i] = i;
+    PRT_CHECK(ppt_comm_create(s, 2, s->job.rank, s->job.size, world_of, &s->world));
+    snprintf(s->world->name, sizeof s->world->name, "world");
+    return PLAIT_OK;
+}
+
+/* Bootstrap, shared-memory wiring (two fences: cards, then "all mapped"),
+ * world communicator. */
+static int ppt_setup(ppt_state_t *s)
+{
+    PRT_CHECK(prt_cfg_load(&s->cfg));
+    prt_log_set_level(s->cfg.log_level);
+    PRT_CHECK(prt_boot_init(&s->job, s->cfg.singleton_ok));
+    prt_log_set_rank(s->job.rank);
+    PRT_CHECK(ptl_shm_setup(&s->shm, &s->job, &s->cfg));
+    PRT_CHECK(prt_boot_commit_fence(&s->job));
+    PRT_CHECK(prt_boot_read_key(&s->job));
+    PRT_CHECK(ptl_shm_connect(&s->shm, &s->job));
+    PRT_CHECK(prt_boot_fence(&s->job));
+    PRT_CHECK(ptl_shm_verify(&s->shm));
+    ptl_shm_unlink(&s->shm);
+    PRT_CHECK(ppt_routes(s));
+    PRT_CHECK(prt_map_init(&s->mqs, 64));
+    PRT_CHECK(prt_map_init(&s->reqs, 1024));
+    return ppt_world(s);
+}
+
+static void ppt_teardown(ppt_state_t *s)
+{
+    ppt_comm_destroy_all(s);
+    for (int w = 0; s->txq && w < s->job.size; w++)
+        while (s->txq[w].head) {
+            ppt_tx_t *t = s->txq[w].head;
+            s->txq[w].head = t->next;
+            free(t);
+        }
+    if (s->shm.ops)
+        s->shm.ops->fini(&s->shm);
+    prt_map_fini(&s->mqs);
+    prt_map_fini(&s->reqs);
+    free(s->route);
+    free(s->txq);
+}
+
+int ppt_init(void)
+{
+    ppt_state_t *s;
+    int rc, phase = atomic_load(&ppt_phase);
+    if (phase != PPT_PHASE_NEVER)
+        return prt_err(PLAIT_ERR_STATE, phase == PPT_PHASE_ACTIVE
+                                            ? "plait_init: already initialized"
+                                            : "plait_init: called after plait_finalize (a process "
+                                              "initializes once)");
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return prt_err(PLAIT_ERR_NOMEM, "plait_init: no memory");
+    pthread_mutex_init(&s->lock, NULL);
+    rc = ppt_setup(s);
+    if (rc != PLAIT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", prt_err_text());
+        ppt_teardown(s);
+        if (s->job.pmix)
+            prt_boot_finalize(&s->job);
+        free(s);
+        return prt_err(rc, "plait_init: %s", why);
+    }
+    ppt_inst = s;
+    atomic_store_explicit(&ppt_phase, PPT_PHASE_ACTIVE, memory_order_release);
+    return PLAIT_OK;
+}
+
+int ppt_fini(void)
+{
+    ppt_state_t *s = ppt_inst;
+    int rc;
+    atomic_store(&ppt_phase, PPT_PHASE_FINALIZED);
+    ppt_teardown(s);
+    rc = prt_boot_finalize(&s->job);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    ppt_inst = NULL;
+    return rc;
+}
+
+/* ------------------------------------------------------------- public API */
+
+size_t plait_dtype_size(plait_dtype_t dt)
+{
+    switch (dt) {
+    case PLAIT_BYTE: case PLAIT_INT8: case PLAIT_UINT8: return 1;
+    case PLAIT_FLOAT16: case PLAIT_BFLOAT16: return 2;
+    case PLAIT_INT32: case PLAIT_UINT32: case PLAIT_FLOAT32: return 4;
+    case PLAIT_INT64: case PLAIT_UINT64: case PLAIT_FLOAT64: return 8;
+    default: return 0;
+    }
+}
+
+/* Checks the arguments shared by every pt2pt call; *bytes = message size. */
+static int pt_check(const char *fn, const void *buf, size_t count, plait_dtype_t dt, int peer,
+                    int tag, plait_comm_t comm, int recv, size_t *bytes)
+{
+    const char *pname = recv ? "source" : "dest";
+    size_t esize = plait_dtype_size(dt);
+    PRT_CHECK(ppt_comm_check(comm, fn));
+    if (esize == 0)
+        return prt_err(PLAIT_ERR_ARG, "%s: dt %d is not a plait_dtype_t", fn, (int)dt);
+    if (count > SIZE_MAX / esize)
+        return prt_err(PLAIT_ERR_ARG, "%s: count %zu overflows the byte size", fn, count);
+    *bytes = count * esize;
+    if (!buf && *bytes)
+        return prt_err(PLAIT_ERR_ARG, "%s: buf is NULL with count %zu", fn, count);
+    if ((peer < 0 || peer >= comm->size) && !(recv && peer == PLAIT_ANY_SOURCE))
+        return prt_err(PLAIT_ERR_ARG, "%s: %s %d is out of range for a communicator of %d ranks",
+                       fn, pname, peer, comm->size);
+    if (tag < 0 && !(recv && tag == PLAIT_ANY_TAG))
+        return prt_err(PLAIT_ERR_ARG, "%s: tag %d is invalid (0..PLAIT_TAG_MAX%s)", fn, tag,
+                       recv ? " or PLAIT_ANY_TAG" : "");
+    return PLAIT_OK;
+}
+
+static int pt_start(const char *fn, void *buf, size_t count, plait_dtype_t dt, int peer, int tag,
+                    plait_comm_t comm, int recv, plait_request_t *req, int internal)
+{
+    ppt_state_t *s;
+    size_t bytes = 0;
+    int rc = PLAIT_OK;
+    if (!(s = ppt_enter(&rc, fn)))
+        return rc;
+    PRT_CHECK(pt_check(fn, buf, count, dt, peer, tag, comm, recv, &bytes));
+    if (!req)
+        return prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn);
+    pthread_mutex_lock(&s->lock);
+    rc = recv ? ppt_irecv_locked(s, comm, comm->mq, buf, bytes, peer, tag, req)
+              : ppt_isend_locked(s, comm, comm->mq, buf, bytes, peer, tag, req);
+    if (rc == PLAIT_OK && internal) {
+        (*req)->internal = 1;
+        rc = ppt_wait_locked(s, *req, fn);
+        ppt_cancel_locked(s, *req);   /* no-op unless it failed to complete */
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+int plait_isend(const void *buf, size_t count, plait_dtype_t dt, int dest, int tag,
+                plait_comm_t comm, plait_request_t *req)
+{
+    return pt_start("plait_isend", (void *)buf, count, dt, dest, tag, comm, 0, req, 0);
+}
+
+int plait_irecv(void *buf, size_t count, plait_dtype_t dt, int source, int tag, plait_comm_t comm,
+                plait_request_t *req)
+{
+    return pt_start("plait_irecv", buf, count, dt, source, tag, comm, 1, req, 0);
+}
+
+int plait_send(const void *buf, size_t count, plait_dtype_t dt, int dest, int tag,
+               plait_comm_t comm)
+{
+    plait_request_t req = NULL;
+    int rc = pt_start("plait_send", (void *)buf, count, dt, dest, tag, comm, 0, &req, 1);
+    ppt_req_free(req);
+    return rc;
+}
+
+int plait_recv(void *buf, size_t count, plait_dtype_t dt, int source, int tag, plait_comm_t comm,
+               plait_status_t *status)
+{
+    plait_request_t req = NULL;
+    int rc = pt_start("plait_recv", buf, count, dt, source, tag, comm, 1, &req, 1);
+    if (req && status && rc != PLAIT_ERR_TIMEOUT && rc != PLAIT_ERR_PEER)
+        *status = req->st;
+    ppt_req_free(req);
+    return rc;
+}

@@ -1,0 +1,187 @@
+/*
+ * ppt.h -- point-to-point layer: communicators, requests, MPI matching and the
+ * eager / rendezvous protocols over the transports of transport/ptl.h.
+ *
+ * Concurrency: one process-wide mutex (ppt_state_t.lock) guards every structure
+ * here; functions named *_locked expect it held. Blocked callers release it
+ * while they back off (see ppt_wait_locked).
+ */
+#ifndef PLAIT_PT2PT_PPT_H
+#define PLAIT_PT2PT_PPT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "plait.h"
+#include "runtime/prt.h"
+#include "transport/ptl.h"
+
+/* ------------------------------------------------------------ wire format */
+
+enum { PPT_EAGER = 1, PPT_RTS, PPT_CTS, PPT_DATA, PPT_FIN };
+
+/* Header of every pt2pt frame. */
+typedef struct {
+    uint8_t  type;
+    uint8_t  rsv[3];
+    int32_t  src;    /* sender's rank in the communicator */
+    int32_t  tag;
+    uint32_t rsv2;
+    uint64_t ctx;    /* matching context (communicator) */
+    uint64_t len;    /* whole message length */
+    uint64_t sid;    /* sender's request id (RTS, CTS, FIN) */
+    uint64_t aux;    /* RTS: sender address; CTS: receiver request id; DATA: offset */
+    uint64_t rid;    /* DATA: receiver request id */
+} ppt_hdr_t;
+
+_Static_assert(sizeof(ppt_hdr_t) <= PTL_MAX_HDR, "pt2pt header exceeds the transport limit");
+
+/* -------------------------------------------------------------- requests */
+
+enum { PPT_REQ_SEND = 1, PPT_REQ_RECV, PPT_REQ_COLL };
+#define PPT_REQ_MAGIC 0x52514c50u   /* "PLQR" */
+#define PPT_REQ_DEAD  0xdeadbeefu
+
+typedef struct ppt_mq ppt_mq_t;
+
+struct plait_request {
+    uint32_t         magic;
+    int              kind;
+    int              internal;      /* made by a blocking call, freed by it */
+    _Atomic int      done;
+    int              rc;
+    plait_status_t   st;
+    plait_comm_t     comm;
+    ppt_mq_t        *mq;
+    int              peer;          /* comm rank or PLAIT_ANY_SOURCE */
+    int              world;         /* world rank of peer, -1 for any */
+    int              tag;
+    void            *buf;           /* recv: destination; send: source */
+    size_t           len;           /* recv: capacity; send: message length */
+    uint64_t         id;            /* registered in ppt_state_t.reqs while a frame may name it */
+    size_t           got;           /* recv, copy path: bytes arrived so far */
+    size_t           total;         /* recv, copy path: message length */
+    struct plait_request *prev, *next;   /* posted-receive list or active-collective list */
+    /* collectives: progressed by ppt_progress_locked until done */
+    int            (*progress)(struct plait_request *req);
+    void           (*destroy)(struct plait_request *req);
+    void            *coll;
+    const char      *what;          /* for timeout messages: "plait_barrier" ... */
+};
+
+/* ------------------------------------------------------- matching queues */
+
+typedef struct ppt_umsg {
+    struct ppt_umsg *prev, *next;
+    int              type;          /* PPT_EAGER or PPT_RTS */
+    int              src, tag, world;
+    size_t           len;
+    void            *data;          /* EAGER: a copy of the payload */
+    uint64_t         sid, addr;     /* RTS */
+} ppt_umsg_t;
+
+struct ppt_mq {
+    uint64_t      ctx;
+    plait_request_t posted_head, posted_tail;
+    ppt_umsg_t   *unexp_head, *unexp_tail;
+};
+
+/* ---------------------------------------------------------- communicators */
+
+#define PPT_COMM_MAGIC 0x4d4f434cu   /* alive */
+#define PPT_COMM_FREED 0x46524545u   /* freed: memory kept until finalize to detect reuse */
+
+struct plait_comm {
+    uint32_t     magic;
+    int          rank, size;
+    int         *world_of;          /* comm rank -> world rank */
+    uint64_t     ctx;               /* user traffic; ctx | 1 is the collective context */
+    uint64_t     nchild;            /* communicators derived so far (same on every rank) */
+    uint32_t     coll_seq;          /* collectives started so far (tags of internal traffic) */
+    ppt_mq_t    *mq, *cmq;
+    char         name[32];
+    struct plait_comm *all_next;
+};
+
+/* ------------------------------------------------------- outgoing queue */
+
+typedef struct ppt_tx {
+    struct ppt_tx  *next;
+    ppt_hdr_t       hdr;
+    const void     *payload;
+    size_t          plen;
+    plait_request_t req;            /* EAGER: completed once sent; DATA stream: the send */
+} ppt_tx_t;
+
+typedef struct {
+    ppt_tx_t *head, *tail;
+} ppt_txq_t;
+
+enum { PPT_ROUTE_NONE = 0, PPT_ROUTE_SELF, PPT_ROUTE_SHM };
+
+/* ------------------------------------------------------------ the state */
+
+typedef struct ppt_state {
+    pthread_mutex_t lock;
+    prt_config_t    cfg;
+    prt_job_t       job;
+    ptl_tl_t        shm;
+    int            *route;           /* by world rank */
+    ppt_txq_t      *txq;             /* by world rank: frames waiting for ring space */
+    int             ntxq;            /* non-empty queues */
+    prt_map_t       mqs;             /* ctx -> ppt_mq_t */
+    prt_map_t       reqs;            /* id -> request, while a frame may name it */
+    uint64_t        next_id;
+    plait_comm_t    world;
+    plait_comm_t    all_comms;       /* every communicator made, freed at finalize */
+    plait_request_t coll_head;       /* active non-blocking collectives */
+    uint64_t        last_alive_ns;
+} ppt_state_t;
+
+/* The library instance between plait_init and plait_finalize, else NULL. */
+ppt_state_t *ppt_get(void);
+/* Entry check of public calls: the instance, or NULL with PLAIT_ERR_STATE set in *rc. */
+ppt_state_t *ppt_enter(int *rc, const char *fn);
+
+/* api.c: the instance's setup and teardown, driven by plait_init/plait_finalize */
+int  ppt_init(void);
+int  ppt_fini(void);
+int  ppt_phase_now(void);   /* 0 never initialized, 1 active, 2 finalized */
+
+/* comm.c */
+int  ppt_comm_check(plait_comm_t comm, const char *fn);
+int  ppt_comm_create(ppt_state_t *s, uint64_t ctx, int rank, int size, int *world_of,
+                     plait_comm_t *out);
+uint64_t ppt_ctx_derive(uint64_t parent, uint64_t seq, uint64_t color);
+ppt_mq_t *ppt_mq_lookup(ppt_state_t *s, uint64_t ctx, int create);
+void ppt_comm_destroy_all(ppt_state_t *s);
+
+/* request.c */
+plait_request_t ppt_req_new(int kind, plait_comm_t comm);
+void ppt_req_free(plait_request_t req);
+void ppt_req_complete(ppt_state_t *s, plait_request_t req, int rc);
+int  ppt_req_register(ppt_state_t *s, plait_request_t req);
+void ppt_req_unregister(ppt_state_t *s, plait_request_t req);
+/* Waits (releasing the lock while backing off) until req is done or timeout. */
+int  ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn);
+int  ppt_progress_locked(ppt_state_t *s);
+
+/* match.c */
+void ppt_mq_post(ppt_mq_t *mq, plait_request_t req);
+void ppt_mq_unpost(ppt_mq_t *mq, plait_request_t req);
+plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag);
+ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag);
+void ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u);
+
+/* proto.c: start operations (lock held); user or collective context */
+int  ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
+                      size_t len, int dest, int tag, plait_request_t *out);
+int  ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf, size_t cap,
+                      int src, int tag, plait_request_t *out);
+void ppt_rx_frame(void *ctx, int src_world, const void *hdr, size_t hlen, const void *payload,
+                  size_t plen);
+int  ppt_tx_flush_locked(ppt_state_t *s);
+void ppt_cancel_locked(ppt_state_t *s, plait_request_t req);
+
+#endif

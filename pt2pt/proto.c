@@ -1,0 +1,483 @@
+/*
+ * proto.c -- the point-to-point protocols.
+ *
+ *  eager  (len <= PLAIT_SHM_EAGER_LIMIT, and every send to oneself):
+ *         EAGER frame with the payload. The receiver copies it straight from
+ *         the ring into a posted buffer, or into an unexpected-message copy.
+ *  rendezvous (larger, same host):
+ *         sender  -> RTS {sender request id, buffer address, length}
+ *         receiver, once matched, reads the data with the transport's get()
+ *         (process_vm_readv: one copy), then -> FIN {sender id}; the send
+ *         completes on FIN.
+ *         Where get() is refused (ptrace rules, PLAIT_SHM_CMA=0) the receiver
+ *         answers CTS {sender id, receiver id} and the sender streams DATA
+ *         frames of at most one ring slot; the send completes when the last
+ *         one is in the ring, the receive when the last one arrives.
+ * Frames that cannot go now (ring full) wait in a per-peer FIFO, so order per
+ * pair is kept. Every frame is checked before use; unknown ids are dropped.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pt2pt/ppt.h"
+
+/* ------------------------------------------------------------ sending */
+
+static void txq_push(ppt_state_t *s, int world, ppt_tx_t *t)
+{
+    ppt_txq_t *q = &s->txq[world];
+    t->next = NULL;
+    if (q->tail)
+        q->tail->next = t;
+    else {
+        q->head = t;
+        s->ntxq++;
+    }
+    q->tail = t;
+}
+
+static void txq_pop(ppt_state_t *s, int world)
+{
+    ppt_txq_t *q = &s->txq[world];
+    ppt_tx_t *t = q->head;
+    q->head = t->next;
+    if (!q->head) {
+        q->tail = NULL;
+        s->ntxq--;
+    }
+    free(t);
+}
+
+/* Sends one frame now if the pair's FIFO is empty and the ring has room;
+ * otherwise queues it. req (may be NULL) completes once the frame is sent. */
+static int tx_frame(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload, size_t plen,
+                    plait_request_t req)
+{
+    ppt_tx_t *t;
+    if (!s->txq[world].head) {
+        int rc = s->shm.ops->send(&s->shm, world, h, sizeof *h, payload, plen);
+        if (rc == PLAIT_OK) {
+            if (req)
+                ppt_req_complete(s, req, PLAIT_OK);
+            return PLAIT_OK;
+        }
+        if (rc != 1)
+            return rc;
+    }
+    t = calloc(1, sizeof *t);
+    if (!t)
+        return prt_err(PLAIT_ERR_NOMEM, "no memory to queue a frame for rank %d", world);
+    t->hdr = *h;
+    t->payload = payload;
+    t->plen = plen;
+    t->req = req;
+    txq_push(s, world, t);
+    return PLAIT_OK;
+}
+
+/* Streams DATA fragments of a send (copy path); 1 when the ring filled up. */
+static int tx_stream(ppt_state_t *s, int world, ppt_tx_t *t)
+{
+    plait_request_t req = t->req;
+    size_t frag = s->shm.ops->max_frame(&s->shm) - sizeof(ppt_hdr_t);
+    while (t->hdr.aux < req->len) {
+        size_t n = req->len - t->hdr.aux < frag ? req->len - t->hdr.aux : frag;
+        int rc = s->shm.ops->send(&s->shm, world, &t->hdr, sizeof t->hdr,
+                                  (const char *)req->buf + t->hdr.aux, n);
+        if (rc == 1)
+            return 1;
+        if (rc != PLAIT_OK) {
+            ppt_req_unregister(s, req);
+            ppt_req_complete(s, req, rc);
+            return 0;
+        }
+        t->hdr.aux += n;
+    }
+    ppt_req_unregister(s, req);
+    ppt_req_complete(s, req, PLAIT_OK);
+    return 0;
+}
+
+static int tx_flush_peer(ppt_state_t *s, int world)
+{
+    ppt_tx_t *t;
+    int n = 0;
+    while ((t = s->txq[world].head) != NULL) {
+        if (t->hdr.type == PPT_DATA) {
+            if (tx_stream(s, world, t))
+                break;
+        } else {
+            int rc = s->shm.ops->send(&s->shm, world, &t->hdr, sizeof t->hdr, t->payload, t->plen);
+            if (rc == 1)
+                break;
+            if (t->req)
+                ppt_req_complete(s, t->req, rc);
+            else if (rc != PLAIT_OK)
+                prt_log(PRT_LOG_ERROR, "control frame to rank %d lost: %s", world, prt_err_text());
+        }
+        txq_pop(s, world);
+        n++;
+    }
+    return n;
+}
+
+int ppt_tx_flush_locked(ppt_state_t *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->job.local_size && s->ntxq; i++) {
+        int w = s->job.local_peers[i];
+        if (s->txq[w].head)
+            n += tx_flush_peer(s, w);
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------- receiving */
+
+static void recv_done(ppt_state_t *s, plait_request_t r, int src, int tag, size_t len)
+{
+    r->st.source = src;
+    r->st.tag = tag;
+    r->st.bytes = len < r->len ? len : r->len;
+    ppt_req_complete(s, r, len > r->len ? PLAIT_ERR_TRUNCATE : PLAIT_OK);
+}
+
+static void recv_copy(ppt_state_t *s, plait_request_t r, int src, int tag, const void *data,
+                      size_t len)
+{
+    size_t n = len < r->len ? len : r->len;
+    if (n)
+        memcpy(r->buf, data, n);
+    if (len > r->len)
+        prt_err(PLAIT_ERR_TRUNCATE, "message of %zu bytes from rank %d (tag %d) truncated to the "
+                "%zu-byte receive buffer", len, src, tag, r->len);
+    recv_done(s, r, src, tag, len);
+}
+
+static void control(ppt_state_t *s, int world, int type, uint64_t sid, uint64_t aux)
+{
+    ppt_hdr_t h;
+    memset(&h, 0, sizeof h);
+    h.type = (uint8_t)type;
+    h.sid = sid;
+    h.aux = aux;
+    if (tx_frame(s, world, &h, NULL, 0, NULL) != PLAIT_OK)
+        prt_log(PRT_LOG_ERROR, "cannot answer rank %d: %s", world, prt_err_text());
+}
+
+/* A matched rendezvous: pull the data, or ask for it through the ring. */
+static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, int tag, size_t len,
+                       uint64_t sid, uint64_t addr)
+{
+    size_t n = len < r->len ? len : r->len;
+    int rc = n ? s->shm.ops->get(&s->shm, world, addr, r->buf, n) : PLAIT_OK;
+    if (rc == PLAIT_ERR_UNSUPPORTED) {
+        r->st.source = src;
+        r->st.tag = tag;
+        r->total = len;
+        r->got = 0;
+        r->world = world;
+        if (ppt_req_register(s, r) == PLAIT_OK) {
+            control(s, world, PPT_CTS, sid, r->id);
+            return;
+        }
+        rc = PLAIT_ERR_NOMEM;
+    }
+    control(s, world, PPT_FIN, sid, 0);
+    if (rc != PLAIT_OK) {
+        r->st.source = src;
+        r->st.tag = tag;
+        ppt_req_complete(s, r, rc);
+        return;
+    }
+    if (len > r->len)
+        prt_err(PLAIT_ERR_TRUNCATE, "message of %zu bytes from rank %d (tag %d) truncated to the "
+                "%zu-byte receive buffer", len, src, tag, r->len);
+    recv_done(s, r, src, tag, len);
+}
+
+static ppt_umsg_t *umsg_new(const ppt_hdr_t *h, int world)
+{
+    ppt_umsg_t *u = calloc(1, sizeof *u);
+    if (!u)
+        return NULL;
+    u->type = h->type;
+    u->src = h->src;
+    u->tag = h->tag;
+    u->world = world;
+    u->len = h->len;
+    u->sid = h->sid;
+    u->addr = h->aux;
+    return u;
+}
+
+/* An EAGER message: into a posted receive, else into an unexpected copy. */
+static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload)
+{
+    ppt_mq_t *mq = ppt_mq_lookup(s, h->ctx, 1);
+    plait_request_t r;
+    ppt_umsg_t *u;
+    if (!mq)
+        return prt_err(PLAIT_ERR_NOMEM, "no memory for a matching queue");
+    if ((r = ppt_mq_match_posted(mq, h->src, h->tag)) != NULL) {
+        recv_copy(s, r, h->src, h->tag, payload, h->len);
+        return PLAIT_OK;
+    }
+    u = umsg_new(h, world);
+    if (u && h->len)
+        u->data = malloc(h->len);
+    if (!u || (h->len && !u->data)) {
+        free(u);
+        return prt_err(PLAIT_ERR_NOMEM, "no memory to buffer a %llu-byte unexpected message from "
+                       "rank %d", (unsigned long long)h->len, world);
+    }
+    if (h->len)
+        memcpy(u->data, payload, h->len);
+    ppt_mq_add_unexp(mq, u);
+    return PLAIT_OK;
+}
+
+static void rx_rts(ppt_state_t *s, int world, const ppt_hdr_t *h)
+{
+    ppt_mq_t *mq = ppt_mq_lookup(s, h->ctx, 1);
+    plait_request_t r;
+    ppt_umsg_t *u;
+    if (mq && (r = ppt_mq_match_posted(mq, h->src, h->tag)) != NULL) {
+        rndv_start(s, r, world, h->src, h->tag, h->len, h->sid, h->aux);
+        return;
+    }
+    if (!mq || !(u = umsg_new(h, world))) {
+        prt_log(PRT_LOG_ERROR, "no memory for a message announcement from rank %d", world);
+        return;
+    }
+    ppt_mq_add_unexp(mq, u);
+}
+
+/* The request a frame names, if it is live, of the right kind, and belongs to
+ * the pair the frame came from. */
+static plait_request_t rx_req(ppt_state_t *s, uint64_t id, int kind, int world)
+{
+    plait_request_t r = prt_map_get(&s->reqs, id);
+    return r && r->kind == kind && r->world == world ? r : NULL;
+}
+
+static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
+{
+    plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
+    ppt_tx_t *t;
+    if (!r) {
+        prt_log(PRT_LOG_WARN, "dropped a CTS from rank %d naming no live send", world);
+        return;
+    }
+    t = calloc(1, sizeof *t);
+    if (!t) {
+        ppt_req_unregister(s, r);
+        ppt_req_complete(s, r, prt_err(PLAIT_ERR_NOMEM, "no memory to stream to rank %d", world));
+        return;
+    }
+    t->hdr.type = PPT_DATA;
+    t->hdr.rid = h->aux;      /* hdr.aux counts the bytes streamed so far */
+    t->req = r;
+    txq_push(s, world, t);    /* behind anything already queued for this pair */
+    tx_flush_peer(s, world);
+}
+
+static void rx_data(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload, size_t plen)
+{
+    plait_request_t r = rx_req(s, h->rid, PPT_REQ_RECV, world);
+    if (!r || h->aux != r->got || plen > r->total - r->got || plen == 0) {
+        prt_log(PRT_LOG_WARN, "dropped a DATA frame from rank %d (unknown request or bad offset)",
+                world);
+        return;
+    }
+    if (r->got < r->len) {
+        size_t room = r->len - r->got;
+        memcpy((char *)r->buf + r->got, payload, plen < room ? plen : room);
+    }
+    r->got += plen;
+    if (r->got == r->total) {
+        ppt_req_unregister(s, r);
+        if (r->total > r->len)
+            prt_err(PLAIT_ERR_TRUNCATE, "message of %zu bytes from rank %d truncated to the "
+                    "%zu-byte receive buffer", r->total, r->st.source, r->len);
+        recv_done(s, r, r->st.source, r->st.tag, r->total);
+    }
+}
+
+static void rx_fin(ppt_state_t *s, int world, const ppt_hdr_t *h)
+{
+    plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
+    if (!r) {
+        prt_log(PRT_LOG_DEBUG, "dropped a FIN from rank %d naming no live send", world);
+        return;
+    }
+    ppt_req_unregister(s, r);
+    ppt_req_complete(s, r, PLAIT_OK);
+}
+
+void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void *payload,
+                  size_t plen)
+{
+    ppt_state_t *s = ctx;
+    ppt_hdr_t h;
+    if (hlen != sizeof h) {
+        prt_log(PRT_LOG_ERROR, "dropped a frame from rank %d with a %zu-byte header", world, hlen);
+        return;
+    }
+    memcpy(&h, hdr, sizeof h);   /* the slot may be unaligned for us */
+    switch (h.type) {
+    case PPT_EAGER:
+        if (h.len != plen || h.src < 0 || h.tag < 0)
+            break;
+        if (rx_eager(s, world, &h, payload) != PLAIT_OK)
+            prt_log(PRT_LOG_ERROR, "%s", prt_err_text());
+        return;
+    case PPT_RTS:
+        if (plen != 0 || h.src < 0 || h.tag < 0)
+            break;
+        rx_rts(s, world, &h);
+        return;
+    case PPT_CTS:  rx_cts(s, world, &h); return;
+    case PPT_DATA: rx_data(s, world, &h, payload, plen); return;
+    case PPT_FIN:  rx_fin(s, world, &h); return;
+    default: break;
+    }
+    prt_log(PRT_LOG_ERROR, "dropped a malformed frame (type %d) from rank %d", h.type, world);
+}
+
+/* ------------------------------------------------------ starting operations */
+
+int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
+                     size_t len, int dest, int tag, plait_request_t *out)
+{
+    plait_request_t r = ppt_req_new(PPT_REQ_SEND, comm);
+    int world = comm->world_of[dest], rc;
+    ppt_hdr_t h;
+    if (!r)
+        return prt_err(PLAIT_ERR_NOMEM, "no memory for a send request");
+    r->peer = dest;
+    r->world = world;
+    r->tag = tag;
+    r->buf = (void *)buf;
+    r->len = len;
+    r->mq = mq;
+    memset(&h, 0, sizeof h);
+    h.src = comm->rank;
+    h.tag = tag;
+    h.ctx = mq->ctx;
+    h.len = len;
+    switch (s->route[world]) {
+    case PPT_ROUTE_SELF:
+        h.type = PPT_EAGER;
+        rc = rx_eager(s, world, &h, buf);
+        if (rc == PLAIT_OK)
+            ppt_req_complete(s, r, PLAIT_OK);
+        break;
+    case PPT_ROUTE_SHM:
+        if (len <= s->cfg.shm_eager_limit) {
+            h.type = PPT_EAGER;
+            rc = tx_frame(s, world, &h, buf, len, r);
+            break;
+        }
+        h.type = PPT_RTS;
+        rc = ppt_req_register(s, r);
+        h.sid = r->id;
+        h.aux = (uint64_t)(uintptr_t)buf;
+        if (rc == PLAIT_OK)
+            rc = tx_frame(s, world, &h, NULL, 0, NULL);
+        break;
+    default:
+        rc = prt_err(PLAIT_ERR_UNSUPPORTED, "rank %d is on another host and this build has no "
+                     "transport between hosts yet", dest);
+        break;
+    }
+    if (rc != PLAIT_OK) {
+        ppt_req_unregister(s, r);
+        ppt_req_free(r);
+        return rc;
+    }
+    *out = r;
+    return PLAIT_OK;
+}
+
+int ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf, size_t cap,
+                     int src, int tag, plait_request_t *out)
+{
+    plait_request_t r = ppt_req_new(PPT_REQ_RECV, comm);
+    ppt_umsg_t *u;
+    if (!r)
+        return prt_err(PLAIT_ERR_NOMEM, "no memory for a receive request");
+    r->peer = src;
+    r->world = src == PLAIT_ANY_SOURCE ? -1 : comm->world_of[src];
+    r->tag = tag;
+    r->buf = buf;
+    r->len = cap;
+    r->mq = mq;
+    *out = r;
+    u = ppt_mq_match_unexp(mq, src, tag);
+    if (!u) {
+        ppt_mq_post(mq, r);
+        return PLAIT_OK;
+    }
+    if (u->type == PPT_EAGER)
+        recv_copy(s, r, u->src, u->tag, u->data, u->len);
+    else
+        rndv_start(s, r, u->world, u->src, u->tag, u->len, u->sid, u->addr);
+    free(u->data);
+    free(u);
+    return PLAIT_OK;
+}
+
+static void txq_remove_req(ppt_state_t *s, plait_request_t req)
+{
+    ppt_txq_t *q = &s->txq[req->world];
+    ppt_tx_t **pp = &q->head, *last = NULL;
+    int had = q->head != NULL;
+    while (*pp) {
+        ppt_tx_t *t = *pp;
+        if (t->req == req) {
+            *pp = t->next;
+            free(t);
+            continue;
+        }
+        last = t;
+        pp = &t->next;
+    }
+    q->tail = last;
+    if (had && !q->head)
+        s->ntxq--;
+}
+
+static void coll_unlink(ppt_state_t *s, plait_request_t req)
+{
+    if (req->prev)
+        req->prev->next = req->next;
+    else if (s->coll_head == req)
+        s->coll_head = req->next;
+    if (req->next)
+        req->next->prev = req->prev;
+    req->prev = req->next = NULL;
+}
+
+/* Withdraws an unfinished request: it will never complete or touch its buffer. */
+void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
+{
+    if (atomic_load(&req->done))
+        return;
+    if (req->kind == PPT_REQ_RECV && !req->id)
+        ppt_mq_unpost(req->mq, req);
+    ppt_req_unregister(s, req);
+    if (req->kind == PPT_REQ_SEND && req->world >= 0 && s->route[req->world] == PPT_ROUTE_SHM)
+        txq_remove_req(s, req);
+    if (req->kind == PPT_REQ_COLL) {
+        coll_unlink(s, req);
+        if (req->destroy) {
+            req->destroy(req);      /* cancels and frees the inner requests */
+            req->destroy = NULL;
+        }
+    }
+    req->rc = PLAIT_ERR_INTERNAL;
+    atomic_store(&req->done, 1);
+}

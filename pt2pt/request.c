@@ -1,0 +1,278 @@
+/*
+ * request.c -- request objects, completion, the progress loop and the one
+ * blocking-wait loop every blocking call and plait_wait go through.
+ */
+#include "config.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pt2pt/ppt.h"
+
+#define PPT_ALIVE_CHECK_NS 100000000ull   /* look for dead peers every 100 ms of waiting */
+#define PPT_SLEEP_US       10000          /* one futex sleep; frames wake it earlier */
+
+plait_request_t ppt_req_new(int kind, plait_comm_t comm)
+{
+    plait_request_t r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->magic = PPT_REQ_MAGIC;
+    r->kind = kind;
+    r->comm = comm;
+    r->world = -1;
+    atomic_init(&r->done, 0);
+    return r;
+}
+
+void ppt_req_free(plait_request_t req)
+{
+    if (!req)
+        return;
+    if (req->destroy)
+        req->destroy(req);
+    req->magic = PPT_REQ_DEAD;
+    free(req);
+}
+
+void ppt_req_complete(ppt_state_t *s, plait_request_t req, int rc)
+{
+    req->rc = rc;
+    atomic_store_explicit(&req->done, 1, memory_order_release);
+    if (s->shm.ops)
+        ptl_shm_wake_self(&s->shm);   /* another thread may sleep on this request */
+}
+
+int ppt_req_register(ppt_state_t *s, plait_request_t req)
+{
+    req->id = ++s->next_id + 1;       /* ids 0 and 1 are reserved by the map */
+    return prt_map_put(&s->reqs, req->id, req);
+}
+
+void ppt_req_unregister(ppt_state_t *s, plait_request_t req)
+{
+    if (req->id) {
+        prt_map_del(&s->reqs, req->id);
+        req->id = 0;
+    }
+}
+
+int ppt_progress_locked(ppt_state_t *s)
+{
+    int n = 0;
+    plait_request_t r, next;
+    if (s->shm.ops)
+        n += s->shm.ops->progress(&s->shm, ppt_rx_frame, s);
+    if (s->ntxq)
+        n += ppt_tx_flush_locked(s);
+    for (r = s->coll_head; r; r = next) {
+        next = r->next;
+        r->progress(r);
+        if (atomic_load_explicit(&r->done, memory_order_acquire)) {
+            if (r->prev) r->prev->next = r->next; else s->coll_head = r->next;
+            if (r->next) r->next->prev = r->prev;
+            r->prev = r->next = NULL;
+            n++;
+        }
+    }
+    return n;
+}
+
+static const char *comm_label(plait_comm_t c, char *buf, size_t len)
+{
+    ppt_state_t *s = ppt_get();
+    if (s && c == s->world)
+        return "world";
+    snprintf(buf, len, "0x%llx", c ? (unsigned long long)c->ctx : 0ull);
+    return buf;
+}
+
+/* What a request waits for, for timeout and peer-death messages. */
+static void wait_describe(plait_request_t r, char *out, size_t len)
+{
+    char cb[32], pb[32], tb[32];
+    const char *cl = comm_label(r->comm, cb, sizeof cb);
+    snprintf(pb, sizeof pb, r->peer == PLAIT_ANY_SOURCE ? "any rank" : "rank %d", r->peer);
+    snprintf(tb, sizeof tb, r->tag == PLAIT_ANY_TAG ? "any tag" : "tag %d", r->tag);
+    if (r->kind == PPT_REQ_RECV)
+        snprintf(out, len, "a message from %s (%s) on communicator %s", pb, tb, cl);
+    else if (r->kind == PPT_REQ_SEND)
+        snprintf(out, len, "%s to receive a %zu-byte message (%s) on communicator %s", pb, r->len,
+                 tb, cl);
+    else
+        snprintf(out, len, "the other ranks of communicator %s (%d ranks) in %s", cl,
+                 r->comm ? r->comm->size : 0, r->what ? r->what : "a collective");
+}
+
+/* PLAIT_ERR_PEER if a rank the request depends on has died. */
+static int wait_check_peers(ppt_state_t *s, plait_request_t r)
+{
+    if (!s->shm.ops)
+        return PLAIT_OK;
+    if (r->world >= 0)
+        return s->shm.ops->peer_alive(&s->shm, r->world);
+    for (int i = 0; r->comm && i < r->comm->size; i++)
+        PRT_CHECK(s->shm.ops->peer_alive(&s->shm, r->comm->world_of[i]));
+    return PLAIT_OK;
+}
+
+static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
+{
+    char what[256], cause[256];
+    wait_describe(r, what, sizeof what);
+    if (rc == PLAIT_ERR_TIMEOUT)
+        return prt_err(rc, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for %s", fn, waited,
+                       what);
+    snprintf(cause, sizeof cause, "%s", prt_err_text());
+    return prt_err(rc, "%s: %s while waiting for %s", fn, cause, what);
+}
+
+static void wait_backoff(ppt_state_t *s, const prt_backoff_t *b, uint64_t now)
+{
+    switch (prt_backoff_stage(b, now, s->cfg.spin_us, s->cfg.yield_us)) {
+    case 0:
+        __builtin_ia32_pause();
+        break;
+    case 1:
+        sched_yield();
+        break;
+    default:
+        if (s->shm.ops)
+            ptl_shm_sleep(&s->shm, PPT_SLEEP_US);
+        break;
+    }
+}
+
+static int req_done(plait_request_t r)
+{
+    return atomic_load_explicit(&r->done, memory_order_acquire);
+}
+
+int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
+{
+    prt_backoff_t b;
+    prt_backoff_start(&b, s->cfg.timeout_s);
+    for (;;) {
+        uint64_t now;
+        if (req_done(req))
+            return req->rc;
+        ppt_progress_locked(s);
+        if (req_done(req))
+            return req->rc;
+        now = prt_now_ns();
+        if (now - s->last_alive_ns > PPT_ALIVE_CHECK_NS) {
+            int rc;
+            s->last_alive_ns = now;
+            rc = wait_check_peers(s, req);
+            if (rc != PLAIT_OK) {
+                ppt_progress_locked(s);   /* its last frames may still be in the ring */
+                return req_done(req) ? req->rc : wait_fail(req, rc, fn, (now - b.start_ns) * 1e-9);
+            }
+        }
+        if (prt_backoff_expired(&b, now))
+            return wait_fail(req, PLAIT_ERR_TIMEOUT, fn, (now - b.start_ns) * 1e-9);
+        pthread_mutex_unlock(&s->lock);
+        wait_backoff(s, &b, now);
+        pthread_mutex_lock(&s->lock);
+    }
+}
+
+/* ------------------------------------------------------------- public API */
+
+static int req_check(plait_request_t *req, const char *fn)
+{
+    if (!req)
+        return prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn);
+    if (*req && (*req)->magic != PPT_REQ_MAGIC)
+        return prt_err(PLAIT_ERR_ARG, "%s: *req is not a live request (completed or freed?)", fn);
+    return PLAIT_OK;
+}
+
+static void req_finish(plait_request_t *req, plait_status_t *status)
+{
+    if (status)
+        *status = (*req)->st;
+    ppt_req_free(*req);
+    *req = NULL;
+}
+
+static void status_empty(plait_status_t *status)
+{
+    if (status) {
+        status->source = PLAIT_ANY_SOURCE;
+        status->tag = PLAIT_ANY_TAG;
+        status->bytes = 0;
+    }
+}
+
+int plait_test(plait_request_t *req, int *done, plait_status_t *status)
+{
+    ppt_state_t *s;
+    int rc;
+    if (!(s = ppt_enter(&rc, "plait_test")))
+        return rc;
+    PRT_CHECK(req_check(req, "plait_test"));
+    if (!done)
+        return prt_err(PLAIT_ERR_ARG, "plait_test: done is NULL");
+    if (!*req) {
+        *done = 1;
+        status_empty(status);
+        return PLAIT_OK;
+    }
+    pthread_mutex_lock(&s->lock);
+    if (!req_done(*req))
+        ppt_progress_locked(s);
+    pthread_mutex_unlock(&s->lock);
+    *done = req_done(*req);
+    if (!*done)
+        return PLAIT_OK;
+    rc = (*req)->rc;
+    req_finish(req, status);
+    return rc;
+}
+
+int plait_wait(plait_request_t *req, plait_status_t *status)
+{
+    ppt_state_t *s;
+    int rc;
+    if (!(s = ppt_enter(&rc, "plait_wait")))
+        return rc;
+    PRT_CHECK(req_check(req, "plait_wait"));
+    if (!*req) {
+        status_empty(status);
+        return PLAIT_OK;
+    }
+    pthread_mutex_lock(&s->lock);
+    rc = ppt_wait_locked(s, *req, "plait_wait");
+    pthread_mutex_unlock(&s->lock);
+    if (!req_done(*req))
+        return rc;          /* timeout or dead peer: the request stays valid */
+    req_finish(req, status);
+    return rc;
+}
+
+int plait_waitall(int n, plait_request_t reqs[], plait_status_t statuses[])
+{
+    ppt_state_t *s;
+    int rc, first = PLAIT_OK;
+    if (!(s = ppt_enter(&rc, "plait_waitall")))
+        return rc;
+    if (n < 0 || (n > 0 && !reqs))
+        return prt_err(PLAIT_ERR_ARG, "plait_waitall: n = %d with reqs %s", n, reqs ? "set" : "NULL");
+    for (int i = 0; i < n; i++)
+        if (reqs[i] && reqs[i]->magic != PPT_REQ_MAGIC)
+            return prt_err(PLAIT_ERR_ARG, "plait_waitall: reqs[%d] is not a live request", i);
+    for (int i = 0; i < n; i++) {
+        char detail[512];
+        rc = plait_wait(&reqs[i], statuses ? &statuses[i] : NULL);
+        if (rc != PLAIT_OK && first == PLAIT_OK) {
+            first = rc;
+            snprintf(detail, sizeof detail, "%s", prt_err_text());
+            prt_err(rc, "plait_waitall: reqs[%d]: %s", i, detail);
+            if (rc == PLAIT_ERR_TIMEOUT || rc == PLAIT_ERR_PEER)
+                return rc;   /* waiting for the rest would block again */
+        }
+    }
+    return first;
+}

@@ -1,0 +1,160 @@
+/*
+ * config.c -- the one table of PLAIT_* settings. Every setting the library
+ * reads is declared here with its type, default and a one-line doc; plait_info
+ * prints this table. A malformed value is an error naming the variable, never a
+ * silent default.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "runtime/prt.h"
+
+#define CFG_AT(field) offsetof(prt_config_t, field), sizeof(((prt_config_t *)0)->field)
+
+static const prt_cfg_entry_t prt_cfg_entries[] = {
+    {"PLAIT_TIMEOUT", PRT_CFG_DOUBLE, "0", NULL,
+     "seconds any blocking wait may last before failing with PLAIT_ERR_TIMEOUT (0 = forever)", CFG_AT(timeout_s)},
+    {"PLAIT_LOG_LEVEL", PRT_CFG_ENUM, "warn", "none|error|warn|info|debug|trace",
+     "how much the library writes to stderr", CFG_AT(log_level)},
+    {"PLAIT_TRANSPORT", PRT_CFG_ENUM, "auto", "auto|shm",
+     "transport between ranks (auto picks shared memory inside a host)", CFG_AT(transport)},
+    {"PLAIT_SHM_EAGER_LIMIT", PRT_CFG_SIZE, "16K", NULL,
+     "largest message sent eagerly through the shared-memory ring (larger: rendezvous)", CFG_AT(shm_eager_limit)},
+    {"PLAIT_SHM_RING_SLOTS", PRT_CFG_SIZE, "64", NULL,
+     "slots per shared-memory ring (one ring per ordered pair of local ranks; power of two)", CFG_AT(shm_ring_slots)},
+    {"PLAIT_SHM_CMA", PRT_CFG_BOOL, "1", NULL,
+     "single-copy large messages with process_vm_readv when permitted (0: copy through the ring)", CFG_AT(shm_cma)},
+    {"PLAIT_WAIT_SPIN_US", PRT_CFG_INT, "20", NULL,
+     "microseconds a blocked call busy-polls before yielding the CPU", CFG_AT(spin_us)},
+    {"PLAIT_WAIT_YIELD_US", PRT_CFG_INT, "2000", NULL,
+     "microseconds a blocked call polls with sched_yield before sleeping on a wake-up", CFG_AT(yield_us)},
+    {"PLAIT_SINGLETON", PRT_CFG_BOOL, "1", NULL,
+     "run as a job of size 1 when no PMIx server is reachable (0: fail plait_init instead)", CFG_AT(singleton_ok)},
+};
+
+#define PRT_CFG_COUNT (sizeof prt_cfg_entries / sizeof prt_cfg_entries[0])
+
+const prt_cfg_entry_t *prt_cfg_table(size_t *n)
+{
+    *n = PRT_CFG_COUNT;
+    return prt_cfg_entries;
+}
+
+const char *prt_cfg_type_name(prt_cfg_type_t t)
+{
+    static const char *names[] = {"int", "size", "bool", "double", "string", "enum"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+static int cfg_bad(const prt_cfg_entry_t *e, const char *text, const char *want)
+{
+    return prt_err(PLAIT_ERR_ARG, "setting %s='%s' is invalid: expected %s", e->name, text, want);
+}
+
+static int cfg_parse_size(const prt_cfg_entry_t *e, const char *text, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+    errno = 0;
+    if (!isdigit((unsigned char)text[0]))
+        return cfg_bad(e, text, "a size such as 4096, 16K, 8M or 1G");
+    v = strtoull(text, &end, 10);
+    switch (toupper((unsigned char)*end)) {
+    case 'K': v <<= 10; end++; break;
+    case 'M': v <<= 20; end++; break;
+    case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (errno || *end != '\0')
+        return cfg_bad(e, text, "a size such as 4096, 16K, 8M or 1G");
+    *out = (size_t)v;
+    return PLAIT_OK;
+}
+
+static int cfg_parse_bool(const prt_cfg_entry_t *e, const char *text, int *out)
+{
+    static const char *yes[] = {"1", "yes", "true", "on"}, *no[] = {"0", "no", "false", "off"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(text, yes[i])) { *out = 1; return PLAIT_OK; }
+        if (!strcasecmp(text, no[i]))  { *out = 0; return PLAIT_OK; }
+    }
+    return cfg_bad(e, text, "1/0, yes/no, true/false or on/off");
+}
+
+/* ENUM: the index of text among "a|b|c" choices. */
+static int cfg_parse_enum(const prt_cfg_entry_t *e, const char *text, int *out)
+{
+    const char *c = e->choices;
+    size_t len = strlen(text);
+    for (int i = 0; c && *c; i++) {
+        const char *bar = strchr(c, '|');
+        size_t clen = bar ? (size_t)(bar - c) : strlen(c);
+        if (clen == len && !strncasecmp(c, text, len)) { *out = i; return PLAIT_OK; }
+        c = bar ? bar + 1 : c + clen;
+    }
+    return cfg_bad(e, text, e->choices);
+}
+
+int prt_cfg_parse(const prt_cfg_entry_t *e, const char *text, void *out, size_t outlen)
+{
+    char *end;
+    switch (e->type) {
+    case PRT_CFG_INT: {
+        long v;
+        errno = 0;
+        v = strtol(text, &end, 10);
+        if (errno || end == text || *end || v < 0)
+            return cfg_bad(e, text, "a non-negative integer");
+        *(long *)out = v;
+        return PLAIT_OK;
+    }
+    case PRT_CFG_DOUBLE: {
+        double v;
+        errno = 0;
+        v = strtod(text, &end);
+        if (errno || end == text || *end || !(v >= 0))
+            return cfg_bad(e, text, "a non-negative number");
+        *(double *)out = v;
+        return PLAIT_OK;
+    }
+    case PRT_CFG_SIZE:   return cfg_parse_size(e, text, out);
+    case PRT_CFG_BOOL:   return cfg_parse_bool(e, text, out);
+    case PRT_CFG_ENUM:   return cfg_parse_enum(e, text, out);
+    case PRT_CFG_STRING:
+        if (strlen(text) >= outlen)
+            return cfg_bad(e, text, "a shorter string");
+        strcpy(out, text);
+        return PLAIT_OK;
+    }
+    return PLAIT_ERR_INTERNAL;
+}
+
+static int cfg_check_limits(const prt_config_t *c)
+{
+    if (c->shm_ring_slots < 2 || c->shm_ring_slots > 65536 ||
+        (c->shm_ring_slots & (c->shm_ring_slots - 1)))
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_SHM_RING_SLOTS=%zu is invalid: expected a power "
+                       "of two in 2..65536", c->shm_ring_slots);
+    if (c->shm_eager_limit < 64 || c->shm_eager_limit > (1u << 20))
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_SHM_EAGER_LIMIT=%zu is invalid: expected 64 .. 1M "
+                       "bytes", c->shm_eager_limit);
+    return PLAIT_OK;
+}
+
+/* Parses every setting from the environment (or its default) into c. */
+int prt_cfg_load(prt_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < PRT_CFG_COUNT; i++) {
+        const prt_cfg_entry_t *e = &prt_cfg_entries[i];
+        const char *text = getenv(e->name);
+        PRT_CHECK(prt_cfg_parse(e, text ? text : e->defval, (char *)c + e->offset, e->size));
+    }
+    return cfg_check_limits(c);
+}

@@ -1,0 +1,43 @@
+/* err.c -- result codes and per-thread error detail (plait_last_error). */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "runtime/prt.h"
+
+/* Per-thread detail: a thread that fails reads its own message, never another's. */
+static _Thread_local char prt_err_buf[512];
+
+int prt_err(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prt_err_buf, sizeof prt_err_buf, fmt, ap);
+    va_end(ap);
+    prt_log(PRT_LOG_DEBUG, "error %s: %s", plait_strerror(code), prt_err_buf);
+    return code;
+}
+
+void prt_err_clear(void) { prt_err_buf[0] = '\0'; }
+
+const char *prt_err_text(void) { return prt_err_buf; }
+
+const char *plait_last_error(void) { return prt_err_buf; }
+
+const char *plait_strerror(int result)
+{
+    switch (result) {
+    case PLAIT_OK:              return "success";
+    case PLAIT_ERR_ARG:         return "invalid argument";
+    case PLAIT_ERR_NOMEM:       return "out of memory";
+    case PLAIT_ERR_TRUNCATE:    return "message truncated: larger than the receive buffer";
+    case PLAIT_ERR_TIMEOUT:     return "timed out";
+    case PLAIT_ERR_PEER:        return "a peer process died or the job is aborting";
+    case PLAIT_ERR_TRANSPORT:   return "transport failure";
+    case PLAIT_ERR_UNSUPPORTED: return "not supported by this build or machine";
+    case PLAIT_ERR_STATE:       return "invalid state: not initialized, finalized or freed object";
+    case PLAIT_ERR_INTERNAL:    return "internal error";
+    default:                    return "unknown error";
+    }
+}

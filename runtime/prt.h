@@ -1,0 +1,156 @@
+/*
+ * prt.h -- plait runtime layer (process services): errors, logging, settings,
+ * PMIx bootstrap, clocks and the blocking-wait helper. Everything above
+ * (transport, pt2pt, coll, tools, launcher) may include this; it includes
+ * nothing of theirs.
+ */
+#ifndef PLAIT_RUNTIME_PRT_H
+#define PLAIT_RUNTIME_PRT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "plait.h"
+
+/* ----------------------------------------------------------------- errors */
+
+/* Records a detailed message for this thread (plait_last_error) and returns code. */
+int prt_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Clears this thread's message (called on entry of public calls that succeed). */
+void prt_err_clear(void);
+const char *prt_err_text(void);
+
+/* Internal status check: on failure logs file:line at debug level and returns
+ * the status from the enclosing function. */
+#define PRT_CHECK(call)                                                        \
+    do {                                                                       \
+        int prt_check_rc_ = (call);                                            \
+        if (prt_check_rc_ != PLAIT_OK) {                                       \
+            prt_log(PRT_LOG_DEBUG, "%s:%d: %s failed: %s", __FILE__, __LINE__, \
+                    #call, plait_strerror(prt_check_rc_));                     \
+            return prt_check_rc_;                                              \
+        }                                                                      \
+    } while (0)
+
+/* ---------------------------------------------------------------- logging */
+
+enum { PRT_LOG_NONE = 0, PRT_LOG_ERROR, PRT_LOG_WARN, PRT_LOG_INFO, PRT_LOG_DEBUG, PRT_LOG_TRACE };
+/* Sets the rank shown in every line ("plait[3] ..."); -1 before bootstrap. */
+void prt_log_set_rank(int rank);
+void prt_log_set_level(int level);
+int  prt_log_level(void);
+void prt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* --------------------------------------------------------------- settings */
+/*
+ * Every PLAIT_* environment variable is declared once, in config.c's table
+ * (name, type, default, one-line doc). prt_cfg_load() parses all of them; a
+ * malformed value fails with PLAIT_ERR_ARG naming the variable.
+ */
+typedef enum { PRT_CFG_INT, PRT_CFG_SIZE, PRT_CFG_BOOL, PRT_CFG_DOUBLE, PRT_CFG_STRING,
+               PRT_CFG_ENUM } prt_cfg_type_t;
+
+typedef struct {
+    const char    *name;     /* "PLAIT_TIMEOUT" */
+    prt_cfg_type_t type;
+    const char    *defval;   /* default, as text */
+    const char    *choices;  /* PRT_CFG_ENUM: "a|b|c"; NULL otherwise */
+    const char    *doc;      /* one line */
+    size_t         offset;   /* where the parsed value goes in prt_config_t */
+    size_t         size;     /* its size there */
+} prt_cfg_entry_t;
+
+const prt_cfg_entry_t *prt_cfg_table(size_t *n);
+const char *prt_cfg_type_name(prt_cfg_type_t t);
+
+enum { PRT_TRANSPORT_AUTO = 0, PRT_TRANSPORT_SHM = 1 };
+
+/* Parsed values of every setting, filled by prt_cfg_load(). */
+typedef struct {
+    double   timeout_s;        /* PLAIT_TIMEOUT, 0 = forever */
+    int      log_level;        /* PLAIT_LOG_LEVEL */
+    size_t   shm_eager_limit;  /* PLAIT_SHM_EAGER_LIMIT */
+    size_t   shm_ring_slots;   /* PLAIT_SHM_RING_SLOTS */
+    int      shm_cma;          /* PLAIT_SHM_CMA: 1 use process_vm_readv when permitted */
+    long     spin_us;            /* PLAIT_WAIT_SPIN_US */
+    long     yield_us;          /* PLAIT_WAIT_YIELD_US */
+    int      singleton_ok;     /* PLAIT_SINGLETON: allow size-1 job without PMIx */
+    int      transport;        /* PLAIT_TRANSPORT: PRT_TRANSPORT_* */
+} prt_config_t;
+
+int prt_cfg_load(prt_config_t *cfg);
+/* Parses one value of a declared setting (used by load and by tests). */
+int prt_cfg_parse(const prt_cfg_entry_t *e, const char *text, void *out, size_t outlen);
+
+/* ------------------------------------------------------------------- maps */
+
+/* Hash map from 64-bit keys (>= 2) to pointers. */
+typedef struct {
+    uint64_t *keys;
+    void    **vals;
+    size_t    cap, used, count;   /* used counts tombstones too */
+} prt_map_t;
+
+int   prt_map_init(prt_map_t *m, size_t cap_pow2);
+void  prt_map_fini(prt_map_t *m);
+void *prt_map_get(const prt_map_t *m, uint64_t key);
+int   prt_map_put(prt_map_t *m, uint64_t key, void *val);
+void *prt_map_del(prt_map_t *m, uint64_t key);
+
+/* ----------------------------------------------------------------- clocks */
+
+uint64_t prt_now_ns(void);   /* CLOCK_MONOTONIC */
+
+/* --------------------------------------------------------------- bootstrap */
+/*
+ * The job as seen by this process, from PMIx (or a singleton). local_peers lists
+ * the world ranks on this node in increasing order (including self).
+ */
+typedef struct prt_job {
+    int       rank, size;
+    int       local_rank, local_size;
+    int      *local_peers;      /* local_size entries */
+    int       singleton;        /* 1: no PMIx server */
+    char      nspace[256];
+    char      tag[48];          /* nspace reduced to [A-Za-z0-9._-] for file names */
+    uint64_t  key;              /* random per-job secret, same on every rank */
+    void     *pmix;             /* opaque PMIx state */
+} prt_job_t;
+
+/* Joins the job (no fence yet); rank 0 puts the job key for prt_boot_read_key. */
+int  prt_boot_init(prt_job_t *job, int singleton_ok);
+/* After the first commit+fence: job->key = the key rank 0 made. */
+int  prt_boot_read_key(prt_job_t *job);
+int  prt_boot_put(prt_job_t *job, const char *key, const void *blob, size_t len);
+int  prt_boot_commit_fence(prt_job_t *job);   /* commit + fence collecting data */
+/* Gets a blob another rank put; *blob is malloc'd, caller frees. */
+int  prt_boot_get(prt_job_t *job, int rank, const char *key, void **blob, size_t *len);
+int  prt_boot_fence(prt_job_t *job);          /* fence without data */
+void prt_boot_abort(prt_job_t *job, int code, const char *reason) __attribute__((noreturn));
+int  prt_boot_finalize(prt_job_t *job);
+
+/* ------------------------------------------------------------ blocking wait */
+/*
+ * A blocked caller spins for spin_us, then yields (sched_yield) until yield_us,
+ * then sleeps on the process's wake-up word (a futex in shared memory that
+ * senders bump), so 8 ranks on 2 cores still make progress quickly.
+ */
+typedef struct {
+    uint64_t start_ns;
+    uint64_t deadline_ns;      /* 0 = none */
+    uint32_t iter;
+} prt_backoff_t;
+
+void prt_backoff_start(prt_backoff_t *b, double timeout_s);
+/* 1 when the deadline passed. */
+int  prt_backoff_expired(const prt_backoff_t *b, uint64_t now);
+/* Which stage the wait is in after `now`: 0 spin, 1 yield, 2 sleep. */
+int  prt_backoff_stage(const prt_backoff_t *b, uint64_t now, long spin_us, long yield_us);
+
+/* futex helpers on a 32-bit word that may live in shared memory */
+void prt_futex_wait(volatile uint32_t *word, uint32_t expected, long timeout_us);
+void prt_futex_wake(volatile uint32_t *word);
+
+#endif

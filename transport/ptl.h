@@ -1,0 +1,81 @@
+/*
+ * ptl.h -- plait transport layer: moves opaque frames between ranks.
+ *
+ * The layer above (pt2pt) owns every protocol (eager, rendezvous, acks); a
+ * transport only delivers frames in order per (sender, receiver) pair and, when
+ * it can, reads a peer's memory directly (one-sided get, e.g. CMA on one host).
+ * Each transport is an ops table (libfabric/UCX style); pt2pt never knows which
+ * one carries a peer.
+ */
+#ifndef PLAIT_TRANSPORT_PTL_H
+#define PLAIT_TRANSPORT_PTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "runtime/prt.h"
+
+/* Largest frame header a transport must carry in front of a payload. */
+#define PTL_MAX_HDR 64
+
+/* Receive callback: one whole frame (header + payload), valid only during the
+ * call. Frames from one peer arrive in the order they were sent. */
+typedef void (*ptl_rx_fn)(void *ctx, int src, const void *hdr, size_t hlen,
+                          const void *payload, size_t plen);
+
+typedef struct ptl_ops ptl_ops_t;
+
+/* A transport instance inside one process. */
+typedef struct ptl_tl {
+    const ptl_ops_t *ops;
+    const char      *name;
+    void            *priv;
+} ptl_tl_t;
+
+struct ptl_ops {
+    /* Sends one frame to world rank dst. Returns PLAIT_OK, or PLAIT_ERR_NOMEM-free
+     * back-pressure as 1 ("try again later", nothing was sent). */
+    int  (*send)(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen,
+                 const void *payload, size_t plen);
+    /* Largest hlen + plen a single frame may carry. */
+    size_t (*max_frame)(ptl_tl_t *tl);
+    /* Reads len bytes at the peer's virtual address raddr into buf. Returns
+     * PLAIT_OK, PLAIT_ERR_UNSUPPORTED when this pair cannot (caller falls back
+     * to a copy protocol), or another error. NULL when the transport has none. */
+    int  (*get)(ptl_tl_t *tl, int peer, uint64_t raddr, void *buf, size_t len);
+    /* Delivers pending frames through rx; returns how many were delivered. */
+    int  (*progress)(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx);
+    /* Checks that peer is alive: PLAIT_OK or PLAIT_ERR_PEER (with message). */
+    int  (*peer_alive)(ptl_tl_t *tl, int peer);
+    void (*fini)(ptl_tl_t *tl);
+};
+
+/* A transport kind, listed by plait_info. */
+typedef struct ptl_component {
+    const char *name;
+    const char *desc;
+    /* 1 if usable on this machine; else 0 and why is filled. */
+    int (*usable)(char *why, size_t len);
+} ptl_component_t;
+
+const ptl_component_t *const *ptl_components(size_t *n);
+
+/* ------------------------------------------------------------ shared memory */
+
+/* Publishes this rank's card (segment name, pid) via PMIx; call before the fence. */
+int  ptl_shm_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg);
+/* Maps every local peer's segment; call after the fence. */
+int  ptl_shm_connect(ptl_tl_t *tl, prt_job_t *job);
+/* After the second fence: every peer's segment carries this job's key. */
+int  ptl_shm_verify(ptl_tl_t *tl);
+/* Unlinks this rank's segment name (after every peer mapped it: second fence). */
+void ptl_shm_unlink(ptl_tl_t *tl);
+/* 1 when world rank peer is reachable through this shm instance. */
+int  ptl_shm_reaches(ptl_tl_t *tl, int peer);
+/* The word a blocked waiter of this process sleeps on; senders bump it. */
+void ptl_shm_sleep(ptl_tl_t *tl, long timeout_us);
+/* Wakes this process's own sleeping threads (after completing their work). */
+void ptl_shm_wake_self(ptl_tl_t *tl);
+
+#endif
