@@ -120,7 +120,7 @@ static void sched_destroy(plait_request_t req)
 int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_t *out)
 {
     ppt_state_t *s = sc->s;
-    plait_request_t req = ppt_req_new(PPT_REQ_COLL, sc->comm);
+    plait_request_t req = ppt_req_new(PPT_REQ_COLL, sc->comm, NULL);
     int rc;
     if (!req) {
         sc->round = sc->nrounds;

@@ -175,6 +175,8 @@ static int pt_check(const char *fn, const void *buf, size_t count, plait_dtype_t
     return PLAIT_OK;
 }
 
+/* Starts a send or receive. A blocking one (internal) passes its own storage
+ * in *req, waits, and withdraws the request if it did not complete. */
 static int pt_start(const char *fn, void *buf, size_t count, plait_dtype_t dt, int peer, int tag,
                     plait_comm_t comm, int recv, plait_request_t *req, int internal)
 {
@@ -186,11 +188,12 @@ static int pt_start(const char *fn, void *buf, size_t count, plait_dtype_t dt, i
     PRT_CHECK(pt_check(fn, buf, count, dt, peer, tag, comm, recv, &bytes));
     if (!req)
         return prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn);
+    if (!internal)
+        *req = NULL;
     pthread_mutex_lock(&s->lock);
     rc = recv ? ppt_irecv_locked(s, comm, comm->mq, buf, bytes, peer, tag, req)
               : ppt_isend_locked(s, comm, comm->mq, buf, bytes, peer, tag, req);
     if (rc == PLAIT_OK && internal) {
-        (*req)->internal = 1;
         rc = ppt_wait_locked(s, *req, fn);
         ppt_cancel_locked(s, *req);   /* no-op unless it failed to complete */
     }
@@ -213,19 +216,18 @@ int plait_irecv(void *buf, size_t count, plait_dtype_t dt, int source, int tag, 
 int plait_send(const void *buf, size_t count, plait_dtype_t dt, int dest, int tag,
                plait_comm_t comm)
 {
-    plait_request_t req = NULL;
-    int rc = pt_start("plait_send", (void *)buf, count, dt, dest, tag, comm, 0, &req, 1);
-    ppt_req_free(req);
-    return rc;
+    struct plait_request storage;
+    plait_request_t req = &storage;   /* lives until the call completes or cancels it */
+    return pt_start("plait_send", (void *)buf, count, dt, dest, tag, comm, 0, &req, 1);
 }
 
 int plait_recv(void *buf, size_t count, plait_dtype_t dt, int source, int tag, plait_comm_t comm,
                plait_status_t *status)
 {
-    plait_request_t req = NULL;
+    struct plait_request storage;
+    plait_request_t req = &storage;
     int rc = pt_start("plait_recv", buf, count, dt, source, tag, comm, 1, &req, 1);
-    if (req && status && rc != PLAIT_ERR_TIMEOUT && rc != PLAIT_ERR_PEER)
+    if (status && (rc == PLAIT_OK || rc == PLAIT_ERR_TRUNCATE))
         *status = req->st;
-    ppt_req_free(req);
     return rc;
 }

@@ -10,6 +10,7 @@
 #define PLAIT_PT2PT_PPT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -21,7 +22,9 @@
 
 enum { PPT_EAGER = 1, PPT_RTS, PPT_CTS, PPT_DATA, PPT_FIN };
 
-/* Header of every pt2pt frame. */
+/* Header of every pt2pt frame. EAGER frames carry only its first
+ * PPT_HDR_EAGER bytes (so header and a small payload share one cache line of
+ * a ring slot); the rest matters to rendezvous frames only. */
 typedef struct {
     uint8_t  type;
     uint8_t  rsv[3];
@@ -35,7 +38,11 @@ typedef struct {
     uint64_t rid;    /* DATA: receiver request id */
 } ppt_hdr_t;
 
+#define PPT_HDR_EAGER 32
 _Static_assert(sizeof(ppt_hdr_t) <= PTL_MAX_HDR, "pt2pt header exceeds the transport limit");
+_Static_assert(offsetof(ppt_hdr_t, sid) == PPT_HDR_EAGER, "eager header layout");
+
+static inline size_t ppt_hdr_len(int type) { return type == PPT_EAGER ? PPT_HDR_EAGER : sizeof(ppt_hdr_t); }
 
 /* -------------------------------------------------------------- requests */
 
@@ -48,7 +55,7 @@ typedef struct ppt_mq ppt_mq_t;
 struct plait_request {
     uint32_t         magic;
     int              kind;
-    int              internal;      /* made by a blocking call, freed by it */
+    int              on_stack;      /* a blocking call's own request: never freed */
     _Atomic int      done;
     int              rc;
     plait_status_t   st;
@@ -131,6 +138,7 @@ typedef struct ppt_state {
     ppt_txq_t      *txq;             /* by world rank: frames waiting for ring space */
     int             ntxq;            /* non-empty queues */
     prt_map_t       mqs;             /* ctx -> ppt_mq_t */
+    ppt_mq_t       *mq_last;         /* one-entry cache in front of mqs */
     prt_map_t       reqs;            /* id -> request, while a frame may name it */
     uint64_t        next_id;
     plait_comm_t    world;
@@ -158,7 +166,8 @@ ppt_mq_t *ppt_mq_lookup(ppt_state_t *s, uint64_t ctx, int create);
 void ppt_comm_destroy_all(ppt_state_t *s);
 
 /* request.c */
-plait_request_t ppt_req_new(int kind, plait_comm_t comm);
+/* A new request; with storage (a blocking call's stack) it is initialized there. */
+plait_request_t ppt_req_new(int kind, plait_comm_t comm, plait_request_t storage);
 void ppt_req_free(plait_request_t req);
 void ppt_req_complete(ppt_state_t *s, plait_request_t req, int rc);
 int  ppt_req_register(ppt_state_t *s, plait_request_t req);
@@ -174,7 +183,8 @@ plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag);
 ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag);
 void ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u);
 
-/* proto.c: start operations (lock held); user or collective context */
+/* proto.c: start operations (lock held); user or collective context. *out may
+ * point to storage for the request (see ppt_req_new) or be NULL. */
 int  ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
                       size_t len, int dest, int tag, plait_request_t *out);
 int  ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf, size_t cap,

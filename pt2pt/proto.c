@@ -57,7 +57,7 @@ static int tx_frame(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
 {
     ppt_tx_t *t;
     if (!s->txq[world].head) {
-        int rc = s->shm.ops->send(&s->shm, world, h, sizeof *h, payload, plen);
+        int rc = s->shm.ops->send(&s->shm, world, h, ppt_hdr_len(h->type), payload, plen);
         if (rc == PLAIT_OK) {
             if (req)
                 ppt_req_complete(s, req, PLAIT_OK);
@@ -109,7 +109,8 @@ static int tx_flush_peer(ppt_state_t *s, int world)
             if (tx_stream(s, world, t))
                 break;
         } else {
-            int rc = s->shm.ops->send(&s->shm, world, &t->hdr, sizeof t->hdr, t->payload, t->plen);
+            int rc = s->shm.ops->send(&s->shm, world, &t->hdr, ppt_hdr_len(t->hdr.type), t->payload,
+                                      t->plen);
             if (rc == 1)
                 break;
             if (t->req)
@@ -213,10 +214,20 @@ static ppt_umsg_t *umsg_new(const ppt_hdr_t *h, int world)
     return u;
 }
 
+/* The matching queue of a context, made on demand; consecutive frames mostly
+ * name the same context, hence the one-entry cache. */
+static ppt_mq_t *rx_mq(ppt_state_t *s, uint64_t ctx)
+{
+    if (s->mq_last && s->mq_last->ctx == ctx)
+        return s->mq_last;
+    s->mq_last = ppt_mq_lookup(s, ctx, 1);
+    return s->mq_last;
+}
+
 /* An EAGER message: into a posted receive, else into an unexpected copy. */
 static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload)
 {
-    ppt_mq_t *mq = ppt_mq_lookup(s, h->ctx, 1);
+    ppt_mq_t *mq = rx_mq(s, h->ctx);
     plait_request_t r;
     ppt_umsg_t *u;
     if (!mq)
@@ -241,7 +252,7 @@ static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
 
 static void rx_rts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
-    ppt_mq_t *mq = ppt_mq_lookup(s, h->ctx, 1);
+    ppt_mq_t *mq = rx_mq(s, h->ctx);
     plait_request_t r;
     ppt_umsg_t *u;
     if (mq && (r = ppt_mq_match_posted(mq, h->src, h->tag)) != NULL) {
@@ -322,11 +333,11 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
 {
     ppt_state_t *s = ctx;
     ppt_hdr_t h;
-    if (hlen != sizeof h) {
+    if (hlen < PPT_HDR_EAGER || hlen != ppt_hdr_len(((const uint8_t *)hdr)[0])) {
         prt_log(PRT_LOG_ERROR, "dropped a frame from rank %d with a %zu-byte header", world, hlen);
         return;
     }
-    memcpy(&h, hdr, sizeof h);   /* the slot may be unaligned for us */
+    memcpy(&h, hdr, hlen);   /* the slot may be unaligned for us */
     switch (h.type) {
     case PPT_EAGER:
         if (h.len != plen || h.src < 0 || h.tag < 0)
@@ -352,7 +363,7 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
 int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
                      size_t len, int dest, int tag, plait_request_t *out)
 {
-    plait_request_t r = ppt_req_new(PPT_REQ_SEND, comm);
+    plait_request_t r = ppt_req_new(PPT_REQ_SEND, comm, *out);
     int world = comm->world_of[dest], rc;
     ppt_hdr_t h;
     if (!r)
@@ -405,7 +416,7 @@ int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void
 int ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf, size_t cap,
                      int src, int tag, plait_request_t *out)
 {
-    plait_request_t r = ppt_req_new(PPT_REQ_RECV, comm);
+    plait_request_t r = ppt_req_new(PPT_REQ_RECV, comm, *out);
     ppt_umsg_t *u;
     if (!r)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for a receive request");

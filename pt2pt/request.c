@@ -13,11 +13,14 @@
 #define PPT_ALIVE_CHECK_NS 100000000ull   /* look for dead peers every 100 ms of waiting */
 #define PPT_SLEEP_US       10000          /* one futex sleep; frames wake it earlier */
 
-plait_request_t ppt_req_new(int kind, plait_comm_t comm)
+plait_request_t ppt_req_new(int kind, plait_comm_t comm, plait_request_t storage)
 {
-    plait_request_t r = calloc(1, sizeof *r);
-    if (!r)
+    plait_request_t r = storage;
+    if (r)
+        memset(r, 0, sizeof *r);
+    else if (!(r = calloc(1, sizeof *r)))
         return NULL;
+    r->on_stack = storage != NULL;
     r->magic = PPT_REQ_MAGIC;
     r->kind = kind;
     r->comm = comm;
@@ -33,7 +36,8 @@ void ppt_req_free(plait_request_t req)
     if (req->destroy)
         req->destroy(req);
     req->magic = PPT_REQ_DEAD;
-    free(req);
+    if (!req->on_stack)
+        free(req);
 }
 
 void ppt_req_complete(ppt_state_t *s, plait_request_t req, int rc)
@@ -128,7 +132,8 @@ static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
     return prt_err(rc, "%s: %s while waiting for %s", fn, cause, what);
 }
 
-static void wait_backoff(ppt_state_t *s, const prt_backoff_t *b, uint64_t now)
+static void wait_backoff(ppt_state_t *s, const prt_backoff_t *b, uint64_t now,
+                         plait_request_t req)
 {
     switch (prt_backoff_stage(b, now, s->cfg.spin_us, s->cfg.yield_us)) {
     case 0:
@@ -139,7 +144,7 @@ static void wait_backoff(ppt_state_t *s, const prt_backoff_t *b, uint64_t now)
         break;
     default:
         if (s->shm.ops)
-            ptl_shm_sleep(&s->shm, PPT_SLEEP_US);
+            ptl_shm_sleep(&s->shm, PPT_SLEEP_US, &req->done);
         break;
     }
 }
@@ -173,7 +178,7 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
         if (prt_backoff_expired(&b, now))
             return wait_fail(req, PLAIT_ERR_TIMEOUT, fn, (now - b.start_ns) * 1e-9);
         pthread_mutex_unlock(&s->lock);
-        wait_backoff(s, &b, now);
+        wait_backoff(s, &b, now, req);
         pthread_mutex_lock(&s->lock);
     }
 }

@@ -10,6 +10,7 @@
 #ifndef PLAIT_TRANSPORT_PTL_H
 #define PLAIT_TRANSPORT_PTL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -73,8 +74,9 @@ int  ptl_shm_verify(ptl_tl_t *tl);
 void ptl_shm_unlink(ptl_tl_t *tl);
 /* 1 when world rank peer is reachable through this shm instance. */
 int  ptl_shm_reaches(ptl_tl_t *tl, int peer);
-/* The word a blocked waiter of this process sleeps on; senders bump it. */
-void ptl_shm_sleep(ptl_tl_t *tl, long timeout_us);
+/* Sleeps up to timeout_us on this process's wake-up word (senders and
+ * completing threads bump it) unless a frame is pending or *done is set. */
+void ptl_shm_sleep(ptl_tl_t *tl, long timeout_us, _Atomic int *done);
 /* Wakes this process's own sleeping threads (after completing their work). */
 void ptl_shm_wake_self(ptl_tl_t *tl);
 

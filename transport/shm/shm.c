@@ -308,13 +308,13 @@ static int shm_any_pending(shm_t *s)
     return 0;
 }
 
-void ptl_shm_sleep(ptl_tl_t *tl, long timeout_us)
+void ptl_shm_sleep(ptl_tl_t *tl, long timeout_us, _Atomic int *done)
 {
     shm_t *s = shm_of(tl);
     shm_ctl_t *c = s->seg;
     uint32_t w = atomic_load(&c->wake);
     atomic_fetch_add(&c->sleepers, 1);   /* seq_cst: orders against the peek below */
-    if (!shm_any_pending(s))
+    if (!atomic_load(done) && !shm_any_pending(s))
         prt_futex_wait((volatile uint32_t *)&c->wake, w, timeout_us);
     atomic_fetch_sub(&c->sleepers, 1);
 }
