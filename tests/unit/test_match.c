@@ -1,0 +1,68 @@
+/* Unit test of MPI matching (pt2pt/match.c): posted receives are taken in
+ * post order, unexpected messages in arrival order, wildcards match the
+ * earliest eligible entry. */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "pt2pt/ppt.h"
+#include "tests/unit/tap.h"
+
+static struct plait_request reqs[8];
+
+static plait_request_t post(ppt_mq_t *mq, int i, int src, int tag)
+{
+    reqs[i].peer = src;
+    reqs[i].tag = tag;
+    ppt_mq_post(mq, &reqs[i]);
+    return &reqs[i];
+}
+
+static ppt_umsg_t *unexp(ppt_mq_t *mq, int src, int tag, size_t len)
+{
+    ppt_umsg_t *u = calloc(1, sizeof *u);
+    u->src = src;
+    u->tag = tag;
+    u->len = len;
+    ppt_mq_add_unexp(mq, u);
+    return u;
+}
+
+int main(void)
+{
+    ppt_mq_t mq = {0};
+    ppt_umsg_t *u;
+    /* posted: (1,5) (ANY,5) (1,ANY) (2,7) */
+    post(&mq, 0, 1, 5);
+    post(&mq, 1, PLAIT_ANY_SOURCE, 5);
+    post(&mq, 2, 1, PLAIT_ANY_TAG);
+    post(&mq, 3, 2, 7);
+    TAP_OK(ppt_mq_match_posted(&mq, 1, 5) == &reqs[0], "exact receive posted first wins");
+    TAP_OK(ppt_mq_match_posted(&mq, 1, 5) == &reqs[1], "then the any-source receive");
+    TAP_OK(ppt_mq_match_posted(&mq, 2, 5) == NULL, "no receive for (2,5)");
+    TAP_OK(ppt_mq_match_posted(&mq, 1, 99) == &reqs[2], "any-tag receive takes (1,99)");
+    TAP_OK(ppt_mq_match_posted(&mq, 2, 7) == &reqs[3], "(2,7)");
+    TAP_OK(mq.posted_head == NULL && mq.posted_tail == NULL, "posted list empty");
+    post(&mq, 4, 3, 1);
+    post(&mq, 5, 3, 2);
+    ppt_mq_unpost(&mq, &reqs[4]);
+    TAP_OK(mq.posted_head == &reqs[5] && ppt_mq_match_posted(&mq, 3, 1) == NULL,
+           "a withdrawn receive no longer matches");
+    ppt_mq_unpost(&mq, &reqs[5]);
+    /* unexpected: (1,5,a) (2,5,b) (1,6,c) */
+    unexp(&mq, 1, 5, 10);
+    unexp(&mq, 2, 5, 20);
+    unexp(&mq, 1, 6, 30);
+    u = ppt_mq_match_unexp(&mq, PLAIT_ANY_SOURCE, 5);
+    TAP_OK(u && u->len == 10, "any-source takes the earliest (1,5)");
+    free(u);
+    u = ppt_mq_match_unexp(&mq, 1, PLAIT_ANY_TAG);
+    TAP_OK(u && u->len == 30, "(1,any) skips (2,5) and takes (1,6)");
+    free(u);
+    TAP_OK(ppt_mq_match_unexp(&mq, 1, 5) == NULL, "nothing left from rank 1");
+    u = ppt_mq_match_unexp(&mq, PLAIT_ANY_SOURCE, PLAIT_ANY_TAG);
+    TAP_OK(u && u->len == 20 && mq.unexp_head == NULL && mq.unexp_tail == NULL,
+           "full wildcard takes the last one, list empty");
+    free(u);
+    return tap_done();
+}
