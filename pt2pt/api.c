@@ -38,13 +38,14 @@ ppt_state_t *ppt_enter(int *rc, const char *fn)
 static int ppt_routes(ppt_state_t *s)
 {
     prt_job_t *j = &s->job;
-    s->route = calloc((size_t)j->size, sizeof *s->route);
+    s->tl_of = calloc((size_t)j->size, sizeof *s->tl_of);
     s->txq = calloc((size_t)j->size, sizeof *s->txq);
-    if (!s->route || !s->txq)
+    if (!s->tl_of || !s->txq)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for %d routes", j->size);
     for (int i = 0; i < j->local_size; i++)
-        s->route[j->local_peers[i]] = PPT_ROUTE_SHM;
-    s->route[j->rank] = PPT_ROUTE_SELF;
+        if (j->local_peers[i] != j->rank)
+            s->tl_of[j->local_peers[i]] = &s->shm;
+    s->tls[s->ntl++] = &s->shm;
     return PLAIT_OK;
 }
 
@@ -94,7 +95,7 @@ static void ppt_teardown(ppt_state_t *s)
         s->shm.ops->fini(&s->shm);
     prt_map_fini(&s->mqs);
     prt_map_fini(&s->reqs);
-    free(s->route);
+    free(s->tl_of);
     free(s->txq);
 }
 

@@ -125,7 +125,6 @@ typedef struct {
     ppt_tx_t *head, *tail;
 } ppt_txq_t;
 
-enum { PPT_ROUTE_NONE = 0, PPT_ROUTE_SELF, PPT_ROUTE_SHM };
 
 /* ------------------------------------------------------------ the state */
 
@@ -133,8 +132,11 @@ typedef struct ppt_state {
     pthread_mutex_t lock;
     prt_config_t    cfg;
     prt_job_t       job;
-    ptl_tl_t        shm;
-    int            *route;           /* by world rank */
+    ptl_tl_t        shm;             /* also owns the process's wake-up word */
+    ptl_tl_t       *tls[4];          /* every transport instance, for progress */
+    int             ntl;
+    ptl_tl_t      **tl_of;           /* by world rank: its transport; NULL for oneself
+                                      * and for ranks no transport reaches */
     ppt_txq_t      *txq;             /* by world rank: frames waiting for ring space */
     int             ntxq;            /* non-empty queues */
     prt_map_t       mqs;             /* ctx -> ppt_mq_t */

@@ -55,9 +55,10 @@ static void txq_pop(ppt_state_t *s, int world)
 static int tx_frame(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload, size_t plen,
                     plait_request_t req)
 {
+    ptl_tl_t *tl = s->tl_of[world];
     ppt_tx_t *t;
     if (!s->txq[world].head) {
-        int rc = s->shm.ops->send(&s->shm, world, h, ppt_hdr_len(h->type), payload, plen);
+        int rc = tl->ops->send(tl, world, h, ppt_hdr_len(h->type), payload, plen);
         if (rc == PLAIT_OK) {
             if (req)
                 ppt_req_complete(s, req, PLAIT_OK);
@@ -81,11 +82,12 @@ static int tx_frame(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
 static int tx_stream(ppt_state_t *s, int world, ppt_tx_t *t)
 {
     plait_request_t req = t->req;
-    size_t frag = s->shm.ops->max_frame(&s->shm) - sizeof(ppt_hdr_t);
+    ptl_tl_t *tl = s->tl_of[world];
+    size_t frag = tl->ops->max_frame(tl) - sizeof(ppt_hdr_t);
     while (t->hdr.aux < req->len) {
         size_t n = req->len - t->hdr.aux < frag ? req->len - t->hdr.aux : frag;
-        int rc = s->shm.ops->send(&s->shm, world, &t->hdr, sizeof t->hdr,
-                                  (const char *)req->buf + t->hdr.aux, n);
+        int rc = tl->ops->send(tl, world, &t->hdr, sizeof t->hdr,
+                               (const char *)req->buf + t->hdr.aux, n);
         if (rc == 1)
             return 1;
         if (rc != PLAIT_OK) {
@@ -102,6 +104,7 @@ static int tx_stream(ppt_state_t *s, int world, ppt_tx_t *t)
 
 static int tx_flush_peer(ppt_state_t *s, int world)
 {
+    ptl_tl_t *tl = s->tl_of[world];
     ppt_tx_t *t;
     int n = 0;
     while ((t = s->txq[world].head) != NULL) {
@@ -109,8 +112,8 @@ static int tx_flush_peer(ppt_state_t *s, int world)
             if (tx_stream(s, world, t))
                 break;
         } else {
-            int rc = s->shm.ops->send(&s->shm, world, &t->hdr, ppt_hdr_len(t->hdr.type), t->payload,
-                                      t->plen);
+            int rc = tl->ops->send(tl, world, &t->hdr, ppt_hdr_len(t->hdr.type), t->payload,
+                                   t->plen);
             if (rc == 1)
                 break;
             if (t->req)
@@ -127,11 +130,9 @@ static int tx_flush_peer(ppt_state_t *s, int world)
 int ppt_tx_flush_locked(ppt_state_t *s)
 {
     int n = 0;
-    for (int i = 0; i < s->job.local_size && s->ntxq; i++) {
-        int w = s->job.local_peers[i];
+    for (int w = 0; w < s->job.size && s->ntxq; w++)
         if (s->txq[w].head)
             n += tx_flush_peer(s, w);
-    }
     return n;
 }
 
@@ -172,8 +173,13 @@ static void control(ppt_state_t *s, int world, int type, uint64_t sid, uint64_t 
 static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, int tag, size_t len,
                        uint64_t sid, uint64_t addr)
 {
+    ptl_tl_t *tl = s->tl_of[world];
     size_t n = len < r->len ? len : r->len;
-    int rc = n ? s->shm.ops->get(&s->shm, world, addr, r->buf, n) : PLAIT_OK;
+    int rc = PLAIT_ERR_UNSUPPORTED;
+    if (n == 0)
+        rc = PLAIT_OK;
+    else if (tl->ops->get)
+        rc = tl->ops->get(tl, world, addr, r->buf, n);
     if (rc == PLAIT_ERR_UNSUPPORTED) {
         r->st.source = src;
         r->st.tag = tag;
@@ -360,6 +366,13 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
 
 /* ------------------------------------------------------ starting operations */
 
+/* Largest message sent eagerly to a peer of this transport. */
+static size_t eager_limit(ppt_state_t *s, ptl_tl_t *tl)
+{
+    size_t frame = tl->ops->max_frame(tl) - PPT_HDR_EAGER;
+    return s->cfg.shm_eager_limit < frame ? s->cfg.shm_eager_limit : frame;
+}
+
 int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
                      size_t len, int dest, int tag, plait_request_t *out)
 {
@@ -379,30 +392,24 @@ int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void
     h.tag = tag;
     h.ctx = mq->ctx;
     h.len = len;
-    switch (s->route[world]) {
-    case PPT_ROUTE_SELF:
+    if (world == s->job.rank) {
         h.type = PPT_EAGER;
         rc = rx_eager(s, world, &h, buf);
         if (rc == PLAIT_OK)
             ppt_req_complete(s, r, PLAIT_OK);
-        break;
-    case PPT_ROUTE_SHM:
-        if (len <= s->cfg.shm_eager_limit) {
-            h.type = PPT_EAGER;
-            rc = tx_frame(s, world, &h, buf, len, r);
-            break;
-        }
+    } else if (!s->tl_of[world]) {
+        rc = prt_err(PLAIT_ERR_UNSUPPORTED, "rank %d is on another host and this build has no "
+                     "transport between hosts yet", dest);
+    } else if (len <= eager_limit(s, s->tl_of[world])) {
+        h.type = PPT_EAGER;
+        rc = tx_frame(s, world, &h, buf, len, r);
+    } else {
         h.type = PPT_RTS;
         rc = ppt_req_register(s, r);
         h.sid = r->id;
         h.aux = (uint64_t)(uintptr_t)buf;
         if (rc == PLAIT_OK)
             rc = tx_frame(s, world, &h, NULL, 0, NULL);
-        break;
-    default:
-        rc = prt_err(PLAIT_ERR_UNSUPPORTED, "rank %d is on another host and this build has no "
-                     "transport between hosts yet", dest);
-        break;
     }
     if (rc != PLAIT_OK) {
         ppt_req_unregister(s, r);
@@ -480,7 +487,7 @@ void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
     if (req->kind == PPT_REQ_RECV && !req->id)
         ppt_mq_unpost(req->mq, req);
     ppt_req_unregister(s, req);
-    if (req->kind == PPT_REQ_SEND && req->world >= 0 && s->route[req->world] == PPT_ROUTE_SHM)
+    if (req->kind == PPT_REQ_SEND && req->world >= 0 && s->tl_of[req->world])
         txq_remove_req(s, req);
     if (req->kind == PPT_REQ_COLL) {
         coll_unlink(s, req);

@@ -66,8 +66,8 @@ int ppt_progress_locked(ppt_state_t *s)
 {
     int n = 0;
     plait_request_t r, next;
-    if (s->shm.ops)
-        n += s->shm.ops->progress(&s->shm, ppt_rx_frame, s);
+    for (int i = 0; i < s->ntl; i++)
+        n += s->tls[i]->ops->progress(s->tls[i], ppt_rx_frame, s);
     if (s->ntxq)
         n += ppt_tx_flush_locked(s);
     for (r = s->coll_head; r; r = next) {
@@ -109,15 +109,19 @@ static void wait_describe(plait_request_t r, char *out, size_t len)
                  r->comm ? r->comm->size : 0, r->what ? r->what : "a collective");
 }
 
+static int peer_alive(ppt_state_t *s, int world)
+{
+    ptl_tl_t *tl = s->tl_of ? s->tl_of[world] : NULL;
+    return tl ? tl->ops->peer_alive(tl, world) : PLAIT_OK;
+}
+
 /* PLAIT_ERR_PEER if a rank the request depends on has died. */
 static int wait_check_peers(ppt_state_t *s, plait_request_t r)
 {
-    if (!s->shm.ops)
-        return PLAIT_OK;
     if (r->world >= 0)
-        return s->shm.ops->peer_alive(&s->shm, r->world);
+        return peer_alive(s, r->world);
     for (int i = 0; r->comm && i < r->comm->size; i++)
-        PRT_CHECK(s->shm.ops->peer_alive(&s->shm, r->comm->world_of[i]));
+        PRT_CHECK(peer_alive(s, r->comm->world_of[i]));
     return PLAIT_OK;
 }
 
