@@ -38,13 +38,22 @@ ppt_state_t *ppt_enter(int *rc, const char *fn)
 static int ppt_routes(ppt_state_t *s)
 {
     prt_job_t *j = &s->job;
+    if (s->cfg.transport == PRT_TRANSPORT_SHM && j->local_size < j->size)
+        return prt_err(PLAIT_ERR_ARG, "PLAIT_TRANSPORT=shm, but %d of the %d ranks run on other "
+                       "hosts", j->size - j->local_size, j->size);
     s->tl_of = calloc((size_t)j->size, sizeof *s->tl_of);
     s->txq = calloc((size_t)j->size, sizeof *s->txq);
     if (!s->tl_of || !s->txq)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for %d routes", j->size);
-    for (int i = 0; i < j->local_size; i++)
-        if (j->local_peers[i] != j->rank)
-            s->tl_of[j->local_peers[i]] = &s->shm;
+    if (s->tcp.ops) {
+        for (int r = 0; r < j->size; r++)
+            s->tl_of[r] = r == j->rank ? NULL : &s->tcp;
+        s->tls[s->ntl++] = &s->tcp;
+    }
+    if (s->cfg.transport != PRT_TRANSPORT_TCP)
+        for (int i = 0; i < j->local_size; i++)
+            if (j->local_peers[i] != j->rank)
+                s->tl_of[j->local_peers[i]] = &s->shm;
     s->tls[s->ntl++] = &s->shm;
     return PLAIT_OK;
 }
@@ -61,6 +70,14 @@ static int ppt_world(ppt_state_t *s)
     return PLAIT_OK;
 }
 
+/* TCP carries ranks of other hosts, or every pair when forced. */
+static int ppt_needs_tcp(const ppt_state_t *s)
+{
+    if (s->cfg.transport == PRT_TRANSPORT_TCP)
+        return s->job.size > 1;
+    return s->cfg.transport == PRT_TRANSPORT_AUTO && s->job.local_size < s->job.size;
+}
+
 /* Bootstrap, shared-memory wiring (two fences: cards, then "all mapped"),
  * world communicator. */
 static int ppt_setup(ppt_state_t *s)
@@ -70,6 +87,8 @@ static int ppt_setup(ppt_state_t *s)
     PRT_CHECK(prt_boot_init(&s->job, s->cfg.singleton_ok));
     prt_log_set_rank(s->job.rank);
     PRT_CHECK(ptl_shm_setup(&s->shm, &s->job, &s->cfg));
+    if (ppt_needs_tcp(s))
+        PRT_CHECK(ptl_tcp_setup(&s->tcp, &s->job, &s->cfg));
     PRT_CHECK(prt_boot_commit_fence(&s->job));
     PRT_CHECK(prt_boot_read_key(&s->job));
     PRT_CHECK(ptl_shm_connect(&s->shm, &s->job));
@@ -91,6 +110,8 @@ static void ppt_teardown(ppt_state_t *s)
             s->txq[w].head = t->next;
             free(t);
         }
+    if (s->tcp.ops)
+        s->tcp.ops->fini(&s->tcp);
     if (s->shm.ops)
         s->shm.ops->fini(&s->shm);
     prt_map_fini(&s->mqs);

@@ -133,6 +133,7 @@ typedef struct ppt_state {
     prt_config_t    cfg;
     prt_job_t       job;
     ptl_tl_t        shm;             /* also owns the process's wake-up word */
+    ptl_tl_t        tcp;             /* ranks on other hosts (or all: PLAIT_TRANSPORT=tcp) */
     ptl_tl_t       *tls[4];          /* every transport instance, for progress */
     int             ntl;
     ptl_tl_t      **tl_of;           /* by world rank: its transport; NULL for oneself

@@ -147,8 +147,9 @@ static void wait_backoff(ppt_state_t *s, const prt_backoff_t *b, uint64_t now,
         sched_yield();
         break;
     default:
+        /* TCP data does not bump the futex: poll its sockets every millisecond */
         if (s->shm.ops)
-            ptl_shm_sleep(&s->shm, PPT_SLEEP_US, &req->done);
+            ptl_shm_sleep(&s->shm, s->tcp.ops ? 1000 : PPT_SLEEP_US, &req->done);
         break;
     }
 }

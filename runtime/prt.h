@@ -65,7 +65,7 @@ typedef struct {
 const prt_cfg_entry_t *prt_cfg_table(size_t *n);
 const char *prt_cfg_type_name(prt_cfg_type_t t);
 
-enum { PRT_TRANSPORT_AUTO = 0, PRT_TRANSPORT_SHM = 1 };
+enum { PRT_TRANSPORT_AUTO = 0, PRT_TRANSPORT_SHM = 1, PRT_TRANSPORT_TCP = 2 };
 
 /* Parsed values of every setting, filled by prt_cfg_load(). */
 typedef struct {
@@ -78,6 +78,7 @@ typedef struct {
     long     yield_us;          /* PLAIT_WAIT_YIELD_US */
     int      singleton_ok;     /* PLAIT_SINGLETON: allow size-1 job without PMIx */
     int      transport;        /* PLAIT_TRANSPORT: PRT_TRANSPORT_* */
+    char     tcp_if[32];       /* PLAIT_TCP_IF */
 } prt_config_t;
 
 int prt_cfg_load(prt_config_t *cfg);

@@ -2,8 +2,10 @@
 #include "config.h"
 
 #include "transport/shm/shm.h"
+#include "transport/tcp/tcp.h"
 
-static const ptl_component_t *const ptl_all[] = {&ptl_self_component, &ptl_shm_component};
+static const ptl_component_t *const ptl_all[] = {&ptl_self_component, &ptl_shm_component,
+                                                  &ptl_tcp_component};
 
 const ptl_component_t *const *ptl_components(size_t *n)
 {

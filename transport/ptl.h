@@ -80,4 +80,9 @@ void ptl_shm_sleep(ptl_tl_t *tl, long timeout_us, _Atomic int *done);
 /* Wakes this process's own sleeping threads (after completing their work). */
 void ptl_shm_wake_self(ptl_tl_t *tl);
 
+/* -------------------------------------------------------------------- tcp */
+
+/* Listens and publishes this rank's addresses via PMIx; call before the fence. */
+int  ptl_tcp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg);
+
 #endif
