@@ -1,0 +1,160 @@
+/* plaitrun process binding (see binding.h). */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "launcher/binding.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int plr_bind_parse(const char *s, plr_bind_policy_t *out)
+{
+    if (strcmp(s, "core") == 0) { *out = PLR_BIND_CORE; return 0; }
+    if (strcmp(s, "numa") == 0) { *out = PLR_BIND_NUMA; return 0; }
+    if (strcmp(s, "none") == 0) { *out = PLR_BIND_NONE; return 0; }
+    return -1;
+}
+
+const char *plr_bind_name(plr_bind_policy_t pol)
+{
+    switch (pol) {
+    case PLR_BIND_CORE: return "core";
+    case PLR_BIND_NUMA: return "numa";
+    default:            return "none";
+    }
+}
+
+int plr_bind_apply(const plr_cpuset_t *c)
+{
+    if (!c->bound)
+        return 0;
+    return sched_setaffinity(0, sizeof(c->set), &c->set);
+}
+
+#ifdef PLAIT_HAVE_HWLOC
+
+/* Object of the given type for slot idx, falling back to PUs when the
+ * topology has no objects of that type (some VMs report no cores). */
+static hwloc_obj_t plr_bind_obj(hwloc_topology_t topo, hwloc_obj_type_t type, long slot,
+                                long nslots_hint, int *index)
+{
+    int n = hwloc_get_nbobjs_by_type(topo, type);
+    if (n <= 0) {
+        type = HWLOC_OBJ_PU;
+        n = hwloc_get_nbobjs_by_type(topo, type);
+        if (n <= 0)
+            return NULL;
+    }
+    long i = nslots_hint > 0 ? slot * n / nslots_hint : slot % n;
+    *index = (int)i;
+    return hwloc_get_obj_by_type(topo, type, (unsigned)i);
+}
+
+int plr_bind_map(hwloc_topology_t topo, plr_bind_policy_t pol, int nranks, int rank,
+                 hwloc_bitmap_t set, int *index)
+{
+    hwloc_obj_t obj;
+    if (nranks <= 0 || rank < 0 || rank >= nranks)
+        return -1;
+    switch (pol) {
+    case PLR_BIND_NONE:
+        return 1;
+    case PLR_BIND_CORE:
+        obj = plr_bind_obj(topo, HWLOC_OBJ_CORE, rank, 0, index);
+        break;
+    case PLR_BIND_NUMA:
+        obj = plr_bind_obj(topo, HWLOC_OBJ_NUMANODE, rank, nranks, index);
+        break;
+    default:
+        return -1;
+    }
+    if (obj == NULL || obj->cpuset == NULL || hwloc_bitmap_iszero(obj->cpuset))
+        return -1;
+    hwloc_bitmap_copy(set, obj->cpuset);
+    return 0;
+}
+
+static int plr_bind_topo_load(hwloc_topology_t *topo)
+{
+    if (hwloc_topology_init(topo) != 0)
+        return -1;
+    if (hwloc_topology_load(*topo) != 0) {
+        hwloc_topology_destroy(*topo);
+        return -1;
+    }
+    return 0;
+}
+
+int plr_bind_ncores(void)
+{
+    hwloc_topology_t topo;
+    if (plr_bind_topo_load(&topo) != 0)
+        return (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    if (n <= 0)
+        n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    hwloc_topology_destroy(topo);
+    return n > 0 ? n : 1;
+}
+
+/* hwloc bitmap -> what the child needs (cpu_set_t) and what we print. */
+static int plr_bind_fill(hwloc_topology_t topo, hwloc_bitmap_t set, plr_bind_policy_t pol,
+                         int index, plr_cpuset_t *c)
+{
+    CPU_ZERO(&c->set);
+    if (hwloc_cpuset_to_glibc_sched_affinity(topo, set, &c->set, sizeof(c->set)) != 0)
+        return -1;
+    hwloc_bitmap_list_snprintf(c->cpus, sizeof(c->cpus), set);
+    snprintf(c->where, sizeof(c->where), "%s %d", plr_bind_name(pol), index);
+    c->bound = true;
+    return 0;
+}
+
+int plr_bind_compute(plr_bind_policy_t pol, int nranks, plr_cpuset_t *out,
+                     char *err, size_t errlen)
+{
+    hwloc_topology_t topo;
+    int rc = 0;
+    memset(out, 0, sizeof(*out) * (size_t)nranks);
+    if (pol == PLR_BIND_NONE)
+        return 0;
+    if (plr_bind_topo_load(&topo) != 0) {
+        snprintf(err, errlen, "cannot read the machine topology (hwloc)");
+        return -1;
+    }
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    for (int r = 0; r < nranks && rc == 0; r++) {
+        int index = 0;
+        rc = plr_bind_map(topo, pol, nranks, r, set, &index);
+        if (rc == 0)
+            rc = plr_bind_fill(topo, set, pol, index, &out[r]);
+        if (rc != 0)
+            snprintf(err, errlen, "cannot compute a %s binding for rank %d", plr_bind_name(pol), r);
+    }
+    hwloc_bitmap_free(set);
+    hwloc_topology_destroy(topo);
+    return rc == 0 ? 0 : -1;
+}
+
+#else /* !PLAIT_HAVE_HWLOC */
+
+int plr_bind_ncores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+int plr_bind_compute(plr_bind_policy_t pol, int nranks, plr_cpuset_t *out,
+                     char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out) * (size_t)nranks);
+    if (pol == PLR_BIND_NONE)
+        return 0;
+    snprintf(err, errlen, "--bind-to %s needs hwloc, and this plaitrun was built without it",
+             plr_bind_name(pol));
+    return -1;
+}
+
+#endif /* PLAIT_HAVE_HWLOC */

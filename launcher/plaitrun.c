@@ -1,0 +1,328 @@
+/* plaitrun: starts N local ranks of a program and serves them PMIx.
+ *
+ *   plaitrun [options] program [args...]
+ *
+ * This file: command line, job setup and teardown.  The PMIx server is in
+ * plr_server.c, process handling in plr_proc.c, the event loop in
+ * plr_loop.c, I/O forwarding in plr_io.c, binding in binding.c. */
+#include "config.h"
+
+#include "launcher/plr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PLR_MAX_RANKS 4096
+
+static void plr_usage(FILE *f)
+{
+    fprintf(f,
+        "Usage: " PLR_NAME " [options] program [args...]\n"
+        "Starts N ranks of program on this host and serves them PMIx (plait_init finds them).\n"
+        "\n"
+        "Options:\n"
+        "  -n, -np N              number of ranks (default 1)\n"
+        "  -x VAR[=value]         set VAR in the ranks (VAR alone: pass plaitrun's value;\n"
+        "                         the ranks inherit plaitrun's environment anyway); repeatable\n"
+        "  --bind-to core|numa|none\n"
+        "                         bind each rank to a core (rank r: core r), or spread the\n"
+        "                         ranks in blocks over the NUMA nodes, or not at all;\n"
+        "                         default: core when N <= cores, else none\n"
+        "  --report-bindings      print each rank's binding to stderr\n"
+        "  --timeout SEC          end the whole job after SEC seconds (exit 124)\n"
+        "  --tag-output           prefix every output line with \"[rank] \"\n"
+        "  -h, --help             this text\n"
+        "  -V, --version          print the version\n"
+        "\n"
+        "stdin goes to rank 0; the other ranks read /dev/null.\n"
+        "Exit status: 0 when every rank exited 0 (after plait_finalize if it called\n"
+        "plait_init); else the first failing rank's status (128+N for signal N), the\n"
+        "plait_abort code (1 if 0), 124 timeout, 127 program cannot be executed,\n"
+        "130/143 plaitrun interrupted, 2 bad command line.\n");
+}
+
+static int plr_usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, PLR_NAME ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry '" PLR_NAME " --help' for more information.\n");
+    return PLR_EXIT_USAGE;
+}
+
+static bool plr_parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > PLR_MAX_RANKS)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+static bool plr_valid_var(const char *x)
+{
+    const char *eq = strchr(x, '=');
+    size_t n = eq ? (size_t)(eq - x) : strlen(x);
+    if (n == 0 || n > 200 || (x[0] >= '0' && x[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = x[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+/* An option's value: "--opt=value" or the next argument. */
+static const char *plr_optval(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (*i + 1 >= argc)
+        return NULL;
+    return argv[++*i];
+}
+
+static bool plr_is(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+/* Returns -1 to go on, or an exit status (0 after --help/--version). */
+static int plr_parse_one(plr_opts_t *o, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i], *v;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        plr_usage(stdout);
+        return 0;
+    }
+    if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+        printf(PLR_NAME " (plait) %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    if (plr_is(a, "-n") || plr_is(a, "-np") || plr_is(a, "--np") || plr_is(a, "--n")) {
+        const char *name = a[1] == '-' ? (a[3] == 'p' ? "--np" : "--n") : (a[2] == 'p' ? "-np" : "-n");
+        if ((v = plr_optval(argc, argv, i, name)) == NULL)
+            return plr_usage_error("option '%s' needs a number of ranks", a);
+        if (!plr_parse_int(v, &o->nranks))
+            return plr_usage_error("invalid number of ranks '%s' (1..4096)", v);
+    } else if (!strcmp(a, "-x")) {
+        if (*i + 1 >= argc)
+            return plr_usage_error("option '%s' needs VAR or VAR=value", a);
+        v = argv[++*i];
+        if (!plr_valid_var(v))
+            return plr_usage_error("invalid -x argument '%s' (expected VAR or VAR=value)", v);
+        o->xvars[o->nxvars++] = (char *)v;
+    } else if (plr_is(a, "--bind-to")) {
+        if ((v = plr_optval(argc, argv, i, "--bind-to")) == NULL)
+            return plr_usage_error("option '%s' needs core, numa or none", a);
+        if (plr_bind_parse(v, &o->bind) != 0)
+            return plr_usage_error("invalid --bind-to value '%s' (core, numa or none)", v);
+        o->bind_given = true;
+    } else if (!strcmp(a, "--report-bindings")) {
+        o->report_bindings = true;
+    } else if (plr_is(a, "--timeout")) {
+        char *end;
+        if ((v = plr_optval(argc, argv, i, "--timeout")) == NULL)
+            return plr_usage_error("option '%s' needs a number of seconds", a);
+        o->timeout_s = strtod(v, &end);
+        if (end == v || *end || !(o->timeout_s > 0) || o->timeout_s > 1e9)
+            return plr_usage_error("invalid --timeout value '%s' (seconds > 0)", v);
+    } else if (!strcmp(a, "--tag-output")) {
+        o->tag_output = true;
+    } else {
+        return plr_usage_error("unknown option '%s'", a);
+    }
+    return -1;
+}
+
+static int plr_parse(plr_opts_t *o, int argc, char **argv)
+{
+    o->nranks = 1;
+    o->xvars = calloc((size_t)argc, sizeof(char *));
+    int i;
+    for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+        if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        }
+        int rc = plr_parse_one(o, argc, argv, &i);
+        if (rc >= 0)
+            return rc;
+    }
+    if (i >= argc)
+        return plr_usage_error("%s", "no program given");
+    o->argv = argv + i;
+    for (int k = 0; k < o->nxvars; k++)
+        if (!strchr(o->xvars[k], '=') && getenv(o->xvars[k]) == NULL)
+            fprintf(stderr, PLR_NAME ": warning: -x %s: not set in plaitrun's environment\n",
+                    o->xvars[k]);
+    return -1;
+}
+
+/* ------------------------------------------------------------ program lookup */
+
+/* Resolved in the parent (the child may only call execve).  Like execvp:
+ * a name with '/' is used as is, else the first executable match in PATH. */
+static char *plr_find_program(const char *name, int *err)
+{
+    *err = ENOENT;
+    if (name[0] == '\0')
+        return NULL;
+    if (strchr(name, '/')) {
+        *err = access(name, X_OK) == 0 ? 0 : errno;
+        return *err ? NULL : strdup(name);
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;; p = strchr(p, ':') + 1) {
+        size_t n = strcspn(p, ":");
+        char cand[PATH_MAX];
+        struct stat st;
+        if (snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, n ? p : ".", name) < (int)sizeof(cand) &&
+            stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(cand, X_OK) == 0) {
+                *err = 0;
+                return strdup(cand);
+            }
+            *err = EACCES;
+        }
+        if (p[n] == '\0')
+            break;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ setup */
+
+/* Children get 0-2 as their stdio; make sure ours are open so a pipe never
+ * lands on them. */
+static void plr_stdio_sanitize(void)
+{
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0)
+            open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+}
+
+static int plr_bindings(plr_job_t *job)
+{
+    plr_opts_t *o = &job->opts;
+    int ncores = plr_bind_ncores();
+    if (!o->bind_given)
+        o->bind = o->nranks <= ncores ? PLR_BIND_CORE : PLR_BIND_NONE;
+    else if (o->bind == PLR_BIND_CORE && o->nranks > ncores)
+        fprintf(stderr, PLR_NAME ": warning: %d ranks on %d cores: ranks share cores\n",
+                o->nranks, ncores);
+    char err[256];
+    plr_cpuset_t *sets = calloc((size_t)o->nranks, sizeof(*sets));
+    if (sets && plr_bind_compute(o->bind, o->nranks, sets, err, sizeof(err)) == 0) {
+        for (int r = 0; r < o->nranks; r++)
+            job->ranks[r].cpus = sets[r];
+        free(sets);
+        return 0;
+    }
+    if (sets == NULL)
+        snprintf(err, sizeof(err), "out of memory");
+    free(sets);
+    if (!o->bind_given) {                  /* default policy: unbound is fine */
+        o->bind = PLR_BIND_NONE;
+        return 0;
+    }
+    fprintf(stderr, PLR_NAME ": %s\n", err);
+    return -1;
+}
+
+static int plr_job_setup(plr_job_t *job)
+{
+    snprintf(job->nspace, sizeof(job->nspace), "plait.%d", (int)getpid());
+    if (gethostname(job->hostname, sizeof(job->hostname) - 1) != 0)
+        strcpy(job->hostname, "localhost");
+    job->in.in_fd = job->in.pipe_fd = -1;
+    job->ranks = calloc((size_t)job->opts.nranks, sizeof(plr_rank_t));
+    if (job->ranks == NULL)
+        return -1;
+    for (int r = 0; r < job->opts.nranks; r++) {
+        job->ranks[r].rank = r;
+        plr_stream_init(&job->ranks[r].out, -1, 1, r);
+        plr_stream_init(&job->ranks[r].err, -1, 2, r);
+    }
+    if (plr_bindings(job) != 0)
+        return -1;
+    if (plr_tmpdir_create(job->tmpdir, sizeof(job->tmpdir)) != 0) {
+        job->tmpdir[0] = '\0';
+        perror(PLR_NAME ": cannot create a temporary directory");
+        return -1;
+    }
+    return 0;
+}
+
+static void plr_job_teardown(plr_job_t *job, bool server_up)
+{
+    if (server_up)
+        plr_server_fini(job);
+    plr_tmpdir_remove(job->tmpdir);
+    plr_shm_remove(job->nspace);
+    if (job->ranks)
+        for (int r = 0; r < job->opts.nranks; r++) {
+            plr_stream_free(&job->ranks[r].out);
+            plr_stream_free(&job->ranks[r].err);
+        }
+    free(job->ranks);
+    free(job->exe);
+    free(job->opts.xvars);
+}
+
+static int plr_job_launch(plr_job_t *job, int sig_rd)
+{
+    job->t_start = plr_now();
+    for (int r = 0; r < job->opts.nranks && !job->ending; r++)
+        plr_proc_spawn(job, r);
+    return plr_loop_run(job, sig_rd);
+}
+
+int main(int argc, char **argv)
+{
+    plr_job_t job;
+    memset(&job, 0, sizeof(job));
+    int rc = plr_parse(&job.opts, argc, argv);
+    if (rc >= 0) {
+        free(job.opts.xvars);
+        return rc;
+    }
+    int err;
+    job.exe = plr_find_program(job.opts.argv[0], &err);
+    if (job.exe == NULL) {
+        fprintf(stderr, PLR_NAME ": cannot execute '%s': %s\n", job.opts.argv[0], strerror(err));
+        free(job.opts.xvars);
+        return PLR_EXIT_NOEXEC;
+    }
+    plr_stdio_sanitize();
+    int sig_rd = plr_signals_init();
+    if (sig_rd < 0 || plr_job_setup(&job) != 0) {
+        plr_job_teardown(&job, false);
+        return 1;
+    }
+    plr_signals_block(true);
+    rc = plr_server_init(&job);
+    plr_signals_block(false);
+    if (rc != 0) {
+        plr_job_teardown(&job, false);
+        return 1;
+    }
+    if (plr_server_register_job(&job) == 0)
+        rc = plr_job_launch(&job, sig_rd);
+    else
+        rc = 1;
+    plr_job_teardown(&job, true);
+    return rc;
+}

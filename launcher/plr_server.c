@@ -1,0 +1,336 @@
+/* plaitrun as a PMIx server: init, the job's namespace, per-rank fork
+ * environment, and the server callbacks.
+ *
+ * The callbacks run on the PMIx progress thread.  They touch no job state:
+ * each one packs what happened into a heap plr_event_t and writes the
+ * pointer into a pipe the main loop polls (a pointer-sized write to a pipe
+ * is atomic), then releases the client at once. */
+#include "config.h"
+
+#include "launcher/plr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pmix.h>
+#include <pmix_server.h>
+
+static int plr_ev_wr = -1;                /* write end of the event pipe */
+static char plr_nspace[PMIX_MAX_NSLEN + 1];
+
+/* ------------------------------------------------------------ events */
+
+static void plr_event_post(plr_event_type_t type, const pmix_proc_t *proc, int code,
+                           const char *msg)
+{
+    if (proc == NULL || strncmp(proc->nspace, plr_nspace, PMIX_MAX_NSLEN) != 0)
+        return;                           /* not one of our ranks (e.g. a tool) */
+    size_t mlen = msg ? strlen(msg) : 0;
+    plr_event_t *ev = malloc(sizeof(*ev) + mlen + 1);
+    if (ev == NULL)
+        return;
+    ev->type = type;
+    ev->rank = (int)proc->rank;
+    ev->code = code;
+    memcpy(ev->msg, msg ? msg : "", mlen + 1);
+    ssize_t n;
+    do {
+        n = write(plr_ev_wr, &ev, sizeof(ev));
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(ev))
+        free(ev);
+}
+
+static pmix_status_t plr_cb_connected(const pmix_proc_t *proc, void *server_object,
+                                      pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    plr_event_post(PLR_EV_CONNECTED, proc, 0, NULL);
+    if (cbfunc)
+        cbfunc(PMIX_SUCCESS, cbdata);
+    return PMIX_SUCCESS;
+}
+
+static pmix_status_t plr_cb_finalized(const pmix_proc_t *proc, void *server_object,
+                                      pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    plr_event_post(PLR_EV_FINALIZED, proc, 0, NULL);
+    if (cbfunc)
+        cbfunc(PMIX_SUCCESS, cbdata);
+    return PMIX_SUCCESS;
+}
+
+/* Posted before the client is released, so the main loop sees the abort
+ * before it can reap the rank's exit. */
+static pmix_status_t plr_cb_abort(const pmix_proc_t *proc, void *server_object, int status,
+                                  const char msg[], pmix_proc_t procs[], size_t nprocs,
+                                  pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    plr_event_post(PLR_EV_ABORT, proc, status, msg);
+    if (cbfunc)
+        cbfunc(PMIX_SUCCESS, cbdata);
+    return PMIX_SUCCESS;
+}
+
+static void plr_release_copy(void *cbdata)
+{
+    free(cbdata);
+}
+
+/* With one server every participant is local, so the collective is complete
+ * as soon as the library hands it to us: return its own data as the result.
+ * The library may free data after we return, so the result is a copy that
+ * the library releases through plr_release_copy. */
+static pmix_status_t plr_cb_fence(const pmix_proc_t procs[], size_t nprocs,
+                                  const pmix_info_t info[], size_t ninfo, char *data,
+                                  size_t ndata, pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+    char *copy = NULL;
+    if (ndata > 0) {
+        copy = malloc(ndata);
+        if (copy == NULL)
+            return PMIX_ERR_NOMEM;
+        memcpy(copy, data, ndata);
+    }
+    if (cbfunc)
+        cbfunc(PMIX_SUCCESS, copy, ndata, cbdata, plr_release_copy, copy);
+    else
+        free(copy);
+    return PMIX_SUCCESS;
+}
+
+/* Every rank is served by this server, so data the library does not
+ * already hold does not exist anywhere. */
+static pmix_status_t plr_cb_dmodex(const pmix_proc_t *proc, const pmix_info_t info[],
+                                   size_t ninfo, pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+    return PMIX_ERR_NOT_FOUND;
+}
+
+static pmix_server_module_t plr_module = {
+    .client_connected = plr_cb_connected,
+    .client_finalized = plr_cb_finalized,
+    .abort = plr_cb_abort,
+    .fence_nb = plr_cb_fence,
+    .direct_modex = plr_cb_dmodex,
+    /* everything else NULL: the library answers "not supported" itself */
+};
+
+/* ------------------------------------------------------------ sync helper */
+
+/* Registration calls are asynchronous and their arrays must outlive them. */
+typedef struct plr_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t  cond;
+    bool            done;
+    pmix_status_t   status;
+} plr_wait_t;
+
+#define PLR_WAIT_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, PMIX_SUCCESS }
+
+static void plr_wait_cb(pmix_status_t status, void *cbdata)
+{
+    plr_wait_t *w = cbdata;
+    pthread_mutex_lock(&w->lock);
+    w->status = status;
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static pmix_status_t plr_wait_for(plr_wait_t *w, pmix_status_t rc)
+{
+    if (rc == PMIX_OPERATION_SUCCEEDED)
+        return PMIX_SUCCESS;
+    if (rc != PMIX_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&w->lock);
+    while (!w->done)
+        pthread_cond_wait(&w->cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+    return w->status;
+}
+
+/* ------------------------------------------------------------ server */
+
+int plr_server_init(plr_job_t *job)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        perror(PLR_NAME ": pipe");
+        return -1;
+    }
+    job->ev_rd = fds[0];
+    plr_ev_wr = fds[1];
+    snprintf(plr_nspace, sizeof(plr_nspace), "%s", job->nspace);
+    /* The shared-memory job store (gds ds12/ds21) uses process-shared mutexes
+     * that are not robust: a rank killed while holding one can make the
+     * server log errors or block when it next writes.  Ranks of a plaitrun
+     * job can die at any moment, so use the message-based store unless the
+     * user chose otherwise.  Ranks inherit the setting. */
+    setenv("PMIX_MCA_gds", "hash", 0);
+
+    pmix_info_t *info;
+    PMIX_INFO_CREATE(info, 4);
+    PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, job->tmpdir, PMIX_STRING);
+    PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, job->tmpdir, PMIX_STRING);
+    bool no = false;
+    PMIX_INFO_LOAD(&info[2], PMIX_SERVER_TOOL_SUPPORT, &no, PMIX_BOOL);
+    PMIX_INFO_LOAD(&info[3], PMIX_SERVER_SYSTEM_SUPPORT, &no, PMIX_BOOL);
+    pmix_status_t rc = PMIx_server_init(&plr_module, info, 4);
+    PMIX_INFO_FREE(info, 4);
+    if (rc != PMIX_SUCCESS) {
+        fprintf(stderr, PLR_NAME ": PMIx_server_init failed: %s\n", PMIx_Error_string(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* "0,1,...,n-1" */
+static char *plr_rank_list(int n)
+{
+    size_t cap = (size_t)n * 12 + 1, len = 0;
+    char *s = malloc(cap);
+    if (s == NULL)
+        return NULL;
+    s[0] = '\0';
+    for (int r = 0; r < n; r++)
+        len += (size_t)snprintf(s + len, cap - len, r ? ",%d" : "%d", r);
+    return s;
+}
+
+/* Per-rank data: a PMIX_PROC_DATA array that must start with PMIX_RANK. */
+static void plr_load_proc_data(pmix_info_t *dst, plr_job_t *job, int r)
+{
+    size_t n = job->ranks[r].cpus.bound ? 7 : 6;
+    pmix_data_array_t *arr;
+    PMIX_DATA_ARRAY_CREATE(arr, n, PMIX_INFO);
+    pmix_info_t *pi = arr->array;
+    pmix_rank_t rank = (pmix_rank_t)r;
+    uint16_t lrank = (uint16_t)r;
+    uint32_t nodeid = 0, appnum = 0;
+    PMIX_INFO_LOAD(&pi[0], PMIX_RANK, &rank, PMIX_PROC_RANK);
+    PMIX_INFO_LOAD(&pi[1], PMIX_LOCAL_RANK, &lrank, PMIX_UINT16);
+    PMIX_INFO_LOAD(&pi[2], PMIX_NODE_RANK, &lrank, PMIX_UINT16);
+    PMIX_INFO_LOAD(&pi[3], PMIX_HOSTNAME, job->hostname, PMIX_STRING);
+    PMIX_INFO_LOAD(&pi[4], PMIX_NODEID, &nodeid, PMIX_UINT32);
+    PMIX_INFO_LOAD(&pi[5], PMIX_APPNUM, &appnum, PMIX_UINT32);
+    if (job->ranks[r].cpus.bound)
+        PMIX_INFO_LOAD(&pi[6], PMIX_CPUSET, job->ranks[r].cpus.cpus, PMIX_STRING);
+    PMIX_INFO_LOAD(dst, PMIX_PROC_DATA, arr, PMIX_DATA_ARRAY);
+    PMIX_DATA_ARRAY_FREE(arr);
+}
+
+enum { PLR_NJOBINFO = 13 };
+
+static int plr_load_job_info(pmix_info_t *info, plr_job_t *job)
+{
+    uint32_t n = (uint32_t)job->opts.nranks, one = 1, zero = 0;
+    pmix_rank_t ldr = 0;
+    char *nodemap = NULL, *procmap = NULL, *peers = plr_rank_list((int)n);
+    /* The ranks spelled out: PMIx 4.2's "raw" map parser takes "0-3" as one rank. */
+    if (peers == NULL || PMIx_generate_regex(job->hostname, &nodemap) != PMIX_SUCCESS ||
+        PMIx_generate_ppn(peers, &procmap) != PMIX_SUCCESS) {
+        free(peers);
+        free(nodemap);
+        return -1;
+    }
+    PMIX_INFO_LOAD(&info[0], PMIX_UNIV_SIZE, &n, PMIX_UINT32);
+    PMIX_INFO_LOAD(&info[1], PMIX_JOB_SIZE, &n, PMIX_UINT32);
+    PMIX_INFO_LOAD(&info[2], PMIX_MAX_PROCS, &n, PMIX_UINT32);
+    PMIX_INFO_LOAD(&info[3], PMIX_APP_SIZE, &n, PMIX_UINT32);
+    PMIX_INFO_LOAD(&info[4], PMIX_JOBID, job->nspace, PMIX_STRING);
+    PMIX_INFO_LOAD(&info[5], PMIX_NUM_NODES, &one, PMIX_UINT32);
+    PMIX_INFO_LOAD(&info[6], PMIX_JOB_NUM_APPS, &one, PMIX_UINT32);
+    PMIX_INFO_LOAD(&info[7], PMIX_NODE_MAP, nodemap, PMIX_REGEX);
+    PMIX_INFO_LOAD(&info[8], PMIX_PROC_MAP, procmap, PMIX_REGEX);
+    PMIX_INFO_LOAD(&info[9], PMIX_LOCAL_SIZE, &n, PMIX_UINT32);
+    PMIX_INFO_LOAD(&info[10], PMIX_LOCAL_PEERS, peers, PMIX_STRING);
+    PMIX_INFO_LOAD(&info[11], PMIX_LOCALLDR, &ldr, PMIX_PROC_RANK);
+    PMIX_INFO_LOAD(&info[12], PMIX_NODEID, &zero, PMIX_UINT32);
+    free(peers);
+    free(nodemap);
+    free(procmap);
+    return 0;
+}
+
+int plr_server_register_job(plr_job_t *job)
+{
+    int n = job->opts.nranks;
+    size_t ninfo = PLR_NJOBINFO + (size_t)n;
+    pmix_info_t *info;
+    PMIX_INFO_CREATE(info, ninfo);
+    if (plr_load_job_info(info, job) != 0) {
+        fprintf(stderr, PLR_NAME ": cannot build the PMIx node/proc maps\n");
+        PMIX_INFO_FREE(info, ninfo);
+        return -1;
+    }
+    for (int r = 0; r < n; r++)
+        plr_load_proc_data(&info[PLR_NJOBINFO + r], job, r);
+
+    plr_wait_t w = PLR_WAIT_INIT;
+    pmix_status_t rc = PMIx_server_register_nspace(job->nspace, n, info, ninfo, plr_wait_cb, &w);
+    rc = plr_wait_for(&w, rc);
+    PMIX_INFO_FREE(info, ninfo);
+    if (rc != PMIX_SUCCESS) {
+        fprintf(stderr, PLR_NAME ": PMIx_server_register_nspace failed: %s\n",
+                PMIx_Error_string(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Registers the rank as an expected client and adds to env what it needs
+ * to connect back (PMIX_NAMESPACE, PMIX_RANK, server URI, ...). */
+int plr_server_setup_rank(plr_job_t *job, int rank, char ***env)
+{
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, job->nspace, (pmix_rank_t)rank);
+    plr_wait_t w = PLR_WAIT_INIT;
+    pmix_status_t rc = PMIx_server_register_client(&proc, geteuid(), getegid(),
+                                                   &job->ranks[rank], plr_wait_cb, &w);
+    rc = plr_wait_for(&w, rc);
+    if (rc == PMIX_SUCCESS)
+        rc = PMIx_server_setup_fork(&proc, env);
+    if (rc != PMIX_SUCCESS) {
+        fprintf(stderr, PLR_NAME ": cannot set up PMIx for rank %d: %s\n", rank,
+                PMIx_Error_string(rc));
+        return -1;
+    }
+    return 0;
+}
+
+void plr_server_fini(plr_job_t *job)
+{
+    /* static: if the library never answers we leave without it, and a late
+     * callback must not write into a dead stack frame */
+    static plr_wait_t w = PLR_WAIT_INIT;
+    PMIx_server_deregister_nspace(job->nspace, plr_wait_cb, &w);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&w.lock);
+    while (!w.done && pthread_cond_timedwait(&w.cond, &w.lock, &until) == 0)
+        ;
+    bool done = w.done;
+    pthread_mutex_unlock(&w.lock);
+    if (!done) {
+        fprintf(stderr, PLR_NAME ": warning: PMIx did not release the job; not finalizing it\n");
+        return;
+    }
+    PMIx_server_finalize();
+    /* Events posted after the main loop stopped are dropped here. */
+    plr_event_t *ev;
+    int fl = fcntl(job->ev_rd, F_GETFL);
+    fcntl(job->ev_rd, F_SETFL, fl | O_NONBLOCK);
+    while (read(job->ev_rd, &ev, sizeof(ev)) == (ssize_t)sizeof(ev))
+        free(ev);
+    close(job->ev_rd);
+    close(plr_ev_wr);
+    plr_ev_wr = -1;
+}

@@ -1,0 +1,245 @@
+#!/bin/bash
+# t-tools.sh -- behaviour of the user tools: plait_info (settings table, errors
+# naming a malformed variable, output formats, topology) and plait-bench
+# (option errors, pt2pt under plaitrun with data verification), plus the MPI
+# twin of the pt2pt benchmark when it was built.
+#
+# Env: PLAIT_BUILDDIR (top build dir), PLAIT_SRCDIR (top source dir).
+# Prints TAP-style lines; exits 1 if any case failed.
+
+B=${PLAIT_BUILDDIR:?PLAIT_BUILDDIR must name the top build directory}
+S=${PLAIT_SRCDIR:?PLAIT_SRCDIR must name the top source directory}
+INFO=$B/tools/plait_info
+BENCH=$B/tools/plait-bench
+PLAITRUN=$B/launcher/plaitrun
+OSU=$B/bench/osu_mpi_pt2pt
+
+T=$(mktemp -d /tmp/t-tools.XXXXXX) || exit 1
+trap 'rm -rf "$T"' EXIT
+failed=0
+
+# The tests set PLAIT_* variables themselves; a stray one from the caller's
+# environment would change what plait_info reports.
+for v in $(env | sed -n 's/^\(PLAIT_[A-Z0-9_]*\)=.*/\1/p'); do
+    case $v in PLAIT_BUILDDIR|PLAIT_SRCDIR) ;; *) unset "$v" ;; esac
+done
+
+ok()   { echo "ok - $1"; }
+skip() { echo "ok - $1 # SKIP $2"; }
+# not_ok NAME [FILE...]: the files' heads follow as diagnostics
+not_ok() {
+    local name=$1; shift
+    echo "not ok - $name"
+    failed=1
+    for f in "$@"; do
+        [ -s "$f" ] && sed -n '1,15s/^/# /p' "$f"
+    done
+}
+# check NAME COND-COMMAND... : ok when the command succeeds
+check() {
+    local name=$1; shift
+    if "$@"; then ok "$name"; else not_ok "$name" "$T/out" "$T/err"; fi
+}
+# run_rc EXPECTED CMD...: runs with a hang guard, output to $T/out, $T/err
+run_rc() {
+    local want=$1; shift
+    timeout 60 "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    [ "$rc" -eq "$want" ] || { echo "exit status $rc, expected $want" >>"$T/err"; return 1; }
+}
+
+if [ ! -x "$INFO" ] || [ ! -x "$BENCH" ]; then
+    not_ok "tools are built ($INFO, $BENCH)"
+    exit 1
+fi
+
+# ------------------------------------------------------------------ plait_info
+
+check "plait_info runs without a launcher" \
+    eval 'run_rc 0 "$INFO" && grep -q "^plait [0-9]" "$T/out" && grep -q "^Settings" "$T/out"'
+
+# Names declared in the source table, compared both ways with the listing.
+grep -o '"PLAIT_[A-Z0-9_]*"' "$S/runtime/config.c" | tr -d '"' | sort -u >"$T/src-names"
+run_rc 0 "$INFO" --settings --parsable
+sed -n 's/^setting:\(PLAIT_[A-Z0-9_]*\):type:.*/\1/p' "$T/out" | sort -u >"$T/listed"
+if [ -s "$T/src-names" ] && diff "$T/src-names" "$T/listed" >"$T/diff"; then
+    ok "plait_info --settings lists every setting of the table ($(wc -l <"$T/src-names"))"
+else
+    not_ok "plait_info --settings lists every setting of the table" "$T/diff" "$T/err"
+fi
+
+# Every listed setting carries a type and a doc line, and a default and a
+# current value (which a string setting may leave empty).
+missing=""
+for n in $(cat "$T/listed"); do
+    for k in type doc; do
+        grep -q "^setting:$n:$k:." "$T/out" || missing="$missing $n:$k"
+    done
+    for k in default current; do
+        grep -q "^setting:$n:$k:" "$T/out" || missing="$missing $n:$k"
+    done
+done
+if [ -z "$missing" ]; then ok "every setting has type, default, current value and doc"
+else echo "missing:$missing" >"$T/diff"; not_ok "every setting has type, default, current value and doc" "$T/diff"; fi
+
+# The text listing names each setting too (not only the parsable one).
+run_rc 0 "$INFO" --settings
+miss=$(for n in $(cat "$T/listed"); do grep -q "^  $n " "$T/out" || echo "$n"; done)
+check "plait_info --settings text shows every setting" test -z "$miss"
+
+check "plait_info --help prints usage, exit 0" \
+    eval 'run_rc 0 "$INFO" --help && grep -q "^Usage: plait_info" "$T/out"'
+
+maj=$(sed -n 's/^#define PLAIT_VERSION_MAJOR \([0-9]*\).*/\1/p' "$S/include/plait.h")
+min=$(sed -n 's/^#define PLAIT_VERSION_MINOR \([0-9]*\).*/\1/p' "$S/include/plait.h")
+pat=$(sed -n 's/^#define PLAIT_VERSION_PATCH \([0-9]*\).*/\1/p' "$S/include/plait.h")
+check "plait_info --version matches plait.h ($maj.$min.$pat)" \
+    eval 'run_rc 0 "$INFO" --version && grep -qx "plait_info (plait) $maj.$min.$pat" "$T/out"'
+
+check "plait_info rejects an unknown option (exit 2)" \
+    eval 'run_rc 2 "$INFO" --no-such-option && grep -q "help" "$T/err"'
+
+check "malformed PLAIT_TIMEOUT=abc: exit 1, error names the variable" \
+    eval 'PLAIT_TIMEOUT=abc run_rc 1 "$INFO" &&
+          grep -q "PLAIT_TIMEOUT" "$T/err" && grep -q "abc" "$T/err" &&
+          grep -q "PLAIT_TIMEOUT .*current abc (INVALID)" "$T/out"'
+
+check "malformed value is marked invalid in --parsable output too" \
+    eval 'PLAIT_SHM_CMA=maybe run_rc 1 "$INFO" --settings --parsable &&
+          grep -qx "setting:PLAIT_SHM_CMA:source:invalid" "$T/out" &&
+          grep -q "^setting:PLAIT_SHM_CMA:error:.*PLAIT_SHM_CMA" "$T/out" &&
+          grep -q "PLAIT_SHM_CMA" "$T/err"'
+
+# A value each parser accepts but the table's limits refuse (ring slots must be
+# a power of two): plait_init would refuse it, so plait_info must too.
+check "PLAIT_SHM_RING_SLOTS=3 (not a power of two) is refused, naming the variable" \
+    eval 'PLAIT_SHM_RING_SLOTS=3 run_rc 1 "$INFO" --settings --parsable &&
+          grep -qx "setting:PLAIT_SHM_RING_SLOTS:source:invalid" "$T/out" &&
+          grep -q "PLAIT_SHM_RING_SLOTS" "$T/err"'
+
+check "a valid value from the environment is shown as current" \
+    eval 'PLAIT_TIMEOUT=12.5 run_rc 0 "$INFO" --settings --parsable &&
+          grep -qx "setting:PLAIT_TIMEOUT:current:12.5" "$T/out" &&
+          grep -qx "setting:PLAIT_TIMEOUT:source:environment" "$T/out"'
+
+if command -v jq >/dev/null; then
+    check "plait_info --json is valid JSON with every setting" \
+        eval 'run_rc 0 "$INFO" --json &&
+              test "$(jq ".settings | length" "$T/out")" -eq "$(wc -l <"$T/listed")" &&
+              jq -e ".version and .transports and .topology" "$T/out" >/dev/null'
+    check "plait_info --json marks a malformed value invalid" \
+        eval 'PLAIT_TIMEOUT=-1 run_rc 1 "$INFO" --json &&
+              test "$(jq -r ".settings[] | select(.name==\"PLAIT_TIMEOUT\") | .source" "$T/out")" = invalid'
+else
+    skip "plait_info --json is valid JSON with every setting" "jq not installed"
+    skip "plait_info --json marks a malformed value invalid" "jq not installed"
+fi
+
+run_rc 0 "$INFO" --parsable
+if ! grep -q '^transport:' "$T/out"; then
+    not_ok "plait_info lists the transports" "$T/out"
+else
+    ok "plait_info lists the transports ($(sed -n 's/^transport:\([^:]*\):usable:\(.*\)/\1=\2/p' "$T/out" | tr '\n' ' '))"
+fi
+
+if grep -qx 'topology:available:yes' "$T/out"; then
+    # a synthetic machine gives known counts whatever this host is
+    check "plait_info topology summary (synthetic 2 packages x 2 NUMA x 4 cores x 2 PUs)" \
+        eval 'HWLOC_SYNTHETIC="pack:2 numa:2 core:4 pu:2" run_rc 0 "$INFO" --parsable &&
+              grep -qx "topology:packages:2" "$T/out" && grep -qx "topology:numa_nodes:4" "$T/out" &&
+              grep -qx "topology:cores:16" "$T/out" && grep -qx "topology:pus:32" "$T/out"'
+else
+    skip "plait_info topology summary" "built without hwloc"
+fi
+
+# ----------------------------------------------------------------- plait-bench
+
+check "plait-bench --help, exit 0" \
+    eval 'run_rc 0 "$BENCH" --help && grep -q "pt2pt" "$T/out"'
+check "plait-bench pt2pt --help, exit 0" \
+    eval 'run_rc 0 "$BENCH" pt2pt --help && grep -q -- "--check" "$T/out"'
+check "plait-bench without a family: usage error (exit 2)" \
+    eval 'run_rc 2 "$BENCH" && grep -q "Usage" "$T/err"'
+check "plait-bench unknown family: clear error" \
+    eval 'run_rc 2 "$BENCH" nosuch && grep -q "unknown benchmark .nosuch." "$T/err"'
+check "plait-bench pt2pt unknown option: clear error" \
+    eval 'run_rc 2 "$BENCH" pt2pt --bogus && grep -q "unknown option .--bogus." "$T/err"'
+check "plait-bench pt2pt bad size: clear error" \
+    eval 'run_rc 2 "$BENCH" pt2pt -e 12Q && grep -q "invalid --max size .12Q." "$T/err"'
+check "plait-bench pt2pt bad mode: clear error" \
+    eval 'run_rc 2 "$BENCH" pt2pt fast && grep -q "unknown mode .fast." "$T/err"'
+check "plait-bench pt2pt --min above --max: clear error" \
+    eval 'run_rc 2 "$BENCH" pt2pt -b 1M -e 1K && grep -q "min.*larger" "$T/err"'
+check "plait-bench pt2pt missing value: clear error" \
+    eval 'run_rc 2 "$BENCH" pt2pt --iters && grep -q "needs a value" "$T/err"'
+check "plait-bench pt2pt window out of range: clear error" \
+    eval 'run_rc 2 "$BENCH" pt2pt -W 0 && grep -q "invalid --window" "$T/err"'
+
+# A singleton has nobody to talk to: a clear error, not a hang.
+check "plait-bench pt2pt as a singleton: needs 2 ranks (exit 2)" \
+    eval 'run_rc 2 "$BENCH" pt2pt latency -e 8 && grep -q "at least 2 ranks" "$T/err"'
+
+# rows_ok FILE HEADER-REGEX NROWS: a header line and NROWS "size value pass" rows after it
+rows_ok() {
+    awk -v hdr="$2" -v want="$3" '
+        $0 ~ hdr { on = 1; next }
+        on && /^#/ { on = 0 }
+        on && NF == 3 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9.]+$/ && $3 == "pass" { n++ }
+        on && NF == 3 && $3 != "pass" { bad++ }
+        END { exit !(n == want && !bad) }' "$1"
+}
+
+if [ -x "$PLAITRUN" ]; then
+    # 1 B .. 1 MiB crosses the eager limit and the rendezvous path; 21 sizes
+    run_rc 0 "$PLAITRUN" -n 2 "$BENCH" pt2pt --check -b 1 -e 1M -n 20 -w 2 --json "$T/r.json"
+    rc=$?
+    if [ $rc -eq 0 ] && rows_ok "$T/out" '^# Size +Latency \(us\) +Check$' 21 &&
+       rows_ok "$T/out" '^# Size +Bandwidth \(MB/s\) +Check$' 21 &&
+       grep -q '^# library: plait | version: .*ranks: 2' "$T/out"; then
+        ok "plait-bench pt2pt --check, 2 ranks, 1 B..1 MiB: OSU columns, every size verified"
+    else
+        not_ok "plait-bench pt2pt --check, 2 ranks, 1 B..1 MiB: OSU columns, every size verified" "$T/out" "$T/err"
+    fi
+    if command -v jq >/dev/null; then
+        check "plait-bench --json holds every measured size" \
+            eval 'test "$(jq "[.results[] | select(.wrong_bytes == 0)] | length" "$T/r.json")" -eq 42 &&
+                  test "$(jq -r ".library" "$T/r.json")" = plait'
+    else
+        check "plait-bench --json file written" grep -q '"bandwidth_MBps"' "$T/r.json"
+    fi
+
+    # the copy path (no CMA) for large messages, and a third rank idling in the barrier
+    run_rc 0 env PLAIT_SHM_CMA=0 "$PLAITRUN" -n 3 "$BENCH" pt2pt bw --check -b 4K -e 512K -n 5 -w 1 -W 8
+    if [ $? -eq 0 ] && rows_ok "$T/out" '^# Size +Bandwidth \(MB/s\) +Check$' 8 &&
+       ! grep -q 'Latency' "$T/out"; then
+        ok "plait-bench pt2pt bw --check, 3 ranks (rank 2 idle), PLAIT_SHM_CMA=0"
+    else
+        not_ok "plait-bench pt2pt bw --check, 3 ranks (rank 2 idle), PLAIT_SHM_CMA=0" "$T/out" "$T/err"
+    fi
+
+    check "plait-bench pt2pt option error under plaitrun is printed once" \
+        eval '! timeout 60 "$PLAITRUN" -n 2 "$BENCH" pt2pt --bogus >"$T/out" 2>"$T/err" &&
+              test "$(grep -c "unknown option" "$T/err")" -eq 1'
+else
+    for c in "plait-bench pt2pt --check, 2 ranks" "plait-bench --json" "plait-bench pt2pt bw, 3 ranks" \
+             "plait-bench option error under plaitrun"; do
+        skip "$c" "launcher/plaitrun not built"
+    done
+fi
+
+# ------------------------------------------------- the MPI twin of the benchmark
+
+if [ -x "$OSU" ] && command -v mpirun >/dev/null; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+    run_rc 0 mpirun -np 2 "$OSU" --check -b 1 -e 64K -n 10 -w 1
+    if [ $? -eq 0 ] && rows_ok "$T/out" '^# Size +Latency \(us\) +Check$' 17 &&
+       rows_ok "$T/out" '^# Size +Bandwidth \(MB/s\) +Check$' 17; then
+        ok "osu_mpi_pt2pt --check under mpirun: same columns as plait-bench"
+    else
+        not_ok "osu_mpi_pt2pt --check under mpirun: same columns as plait-bench" "$T/out" "$T/err"
+    fi
+else
+    skip "osu_mpi_pt2pt --check under mpirun" "bench/osu_mpi_pt2pt not built or no mpirun"
+fi
+
+exit $failed
