@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -145,6 +146,21 @@ static void shm_init_ctl(shm_t *s)
     atomic_store_explicit(&c->magic, SHM_MAGIC, memory_order_release);
 }
 
+/* Under Yama ptrace_scope = 1 (Ubuntu's default) process_vm_readv between
+ * sibling ranks is refused unless the target names a permitted tracer; the
+ * peers are not our ancestors, so allow any process of our user, as Open MPI's
+ * shared-memory transport does. Without it large messages take the two-copy
+ * ring path. PLAIT_SHM_CMA=0 leaves the process untouched. */
+static void shm_allow_cma(shm_t *s)
+{
+#ifdef PR_SET_PTRACER
+    if (s->cma && prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0)
+        prt_log(PRT_LOG_DEBUG, "prctl(PR_SET_PTRACER) failed: %s", strerror(errno));
+#else
+    (void)s;
+#endif
+}
+
 int ptl_shm_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg)
 {
     shm_t *s = calloc(1, sizeof *s);
@@ -164,6 +180,7 @@ int ptl_shm_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg)
     shm_init_ctl(s);
     if (s->nlocal == 1)
         return PLAIT_OK;
+    shm_allow_cma(s);
     memset(&card, 0, sizeof card);
     card.magic = SHM_MAGIC;
     card.pid = (int32_t)getpid();
