@@ -1,43 +1,184 @@
 /*
- * pcoll.h -- collectives layer: a small round-based schedule engine over the
+ * pcoll.h -- collectives layer: one round-based schedule engine over the
  * pt2pt layer's internal sends and receives (collective context of a
- * communicator), and the collectives built on it.
+ * communicator), the reduction kernels, the algorithms built on the engine and
+ * the table that picks one per call.
  */
 #ifndef PLAIT_COLL_PCOLL_H
 #define PLAIT_COLL_PCOLL_H
 
+#include <stdio.h>
+
 #include "pt2pt/ppt.h"
 
-/* One transfer of a schedule round. */
+/* ------------------------------------------------------------ the engine */
+
+/* What one step of a schedule does. Transfers run concurrently within their
+ * round; local steps run, in the order added, once every transfer of their
+ * round has completed (a round may have only local steps). */
+enum { PCOLL_SEND = 1, PCOLL_RECV, PCOLL_REDUCE, PCOLL_COPY, PCOLL_SCALE };
+
 typedef struct {
-    int    peer;     /* comm rank */
-    int    send;     /* 1 send, 0 receive */
-    void  *buf;
-    size_t len;
+    int          kind;
+    int          peer;     /* transfers: comm rank */
+    void        *buf;      /* transfers: the data; REDUCE/COPY/SCALE: destination */
+    size_t       len;      /* transfers and COPY: bytes; REDUCE/SCALE: elements */
+    const void  *a, *b;    /* REDUCE: buf = a op b (elementwise; buf may alias a or b);
+                            * COPY: a is the source */
 } pcoll_op_t;
 
-/* A schedule: rounds of transfers; round k+1 starts when every transfer of
- * round k has completed. */
 typedef struct pcoll_sched {
     ppt_state_t     *s;
     plait_comm_t     comm;
     int              tag;
-    int              nrounds, round;
+    int              err;            /* first failure while building (NOMEM) */
+    plait_dtype_t    dt;             /* of REDUCE and SCALE steps */
+    plait_op_t       op;
+    int              nrounds, round, caprounds;
     int             *round_end;      /* ops[round_end[k-1] .. round_end[k]) form round k */
     pcoll_op_t      *ops;
     int              nops, capops;
-    plait_request_t *inner;          /* the current round's requests */
+    plait_request_t *inner;          /* the current round's transfer requests */
+    int             *inner_op;       /* ... and the op index of each */
     int              ninner;
+    int              waiting_world;  /* world rank of a peer the round waits for */
+    void           **tmp;            /* buffers the schedule owns, freed with it */
+    int              ntmp, captmp;
 } pcoll_sched_t;
 
+/* maxrounds / maxops are capacity hints; the schedule grows as needed. */
 int  pcoll_sched_new(ppt_state_t *s, plait_comm_t comm, int maxrounds, int maxops,
                      pcoll_sched_t **out);
+void pcoll_sched_free(pcoll_sched_t *sc);
+/* Sets the datatype and operator of the schedule's REDUCE and SCALE steps. */
+void pcoll_sched_set_reduce(pcoll_sched_t *sc, plait_dtype_t dt, plait_op_t op);
 void pcoll_sched_add(pcoll_sched_t *sc, int peer, int send, void *buf, size_t len);
+void pcoll_sched_send(pcoll_sched_t *sc, int peer, const void *buf, size_t len);
+void pcoll_sched_recv(pcoll_sched_t *sc, int peer, void *buf, size_t len);
+/* dst = a op b over count elements (a, b are the operands in that order). */
+void pcoll_sched_reduce(pcoll_sched_t *sc, void *dst, const void *a, const void *b, size_t count);
+void pcoll_sched_copy(pcoll_sched_t *sc, void *dst, const void *src, size_t len);
+/* PLAIT_AVG's last step: buf /= communicator size, over count elements. */
+void pcoll_sched_scale(pcoll_sched_t *sc, void *buf, size_t count);
+/* A buffer of len bytes owned by the schedule (NULL and sc->err set on failure). */
+void *pcoll_sched_tmp(pcoll_sched_t *sc, size_t len);
 void pcoll_sched_end_round(pcoll_sched_t *sc);
-/* Wraps the schedule into a request progressed by the pt2pt progress loop. */
+/* Wraps the schedule into a request progressed by the pt2pt progress loop;
+ * takes ownership of sc (freed on failure too). */
 int  pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_t *req);
+/* Blocking form: waits for req, withdraws it if unfinished, frees it. */
+int  pcoll_wait_free_locked(ppt_state_t *s, plait_request_t req, const char *what);
 
 /* Blocking barrier with the lock held (finalize uses it). */
 int  pcoll_barrier_locked(ppt_state_t *s, plait_comm_t comm, const char *what);
+
+/* ------------------------------------------------------------ reductions */
+
+/* dst[i] = a[i] op b[i] for count elements of dt (dst may alias a or b).
+ * PLAIT_AVG reduces as PLAIT_SUM (see pcoll_scale). float16/bfloat16: each
+ * step computes in float32 and rounds to nearest-even. */
+void pcoll_reduce(void *dst, const void *a, const void *b, size_t count, plait_dtype_t dt,
+                  plait_op_t op);
+/* buf[i] /= divisor (floating types; AVG's final step). */
+void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor);
+/* Which kernel family runs here: "avx512", "avx2" or "scalar". */
+const char *pcoll_reduce_isa(void);
+/* 1 if dt/op is a valid reduction; else 0 with *why set. */
+int  pcoll_op_valid(plait_dtype_t dt, plait_op_t op, const char **why);
+
+/* ------------------------------------------------------------ algorithms */
+
+enum { PCOLL_BARRIER, PCOLL_BCAST, PCOLL_REDUCE_C, PCOLL_ALLREDUCE, PCOLL_ALLGATHER,
+       PCOLL_REDUCE_SCATTER, PCOLL_ALLTOALL, PCOLL_ALLTOALLV, PCOLL_GATHER, PCOLL_SCATTER,
+       PCOLL_NCOLL };
+
+/* Algorithm ids per collective. Their order (after AUTO = 0) is the order of
+ * the choices of the PLAIT_<COLL>_ALGO settings in runtime/config.c. */
+enum { PCOLL_AUTO = 0 };
+enum { PCOLL_AR_RD = 1, PCOLL_AR_RING, PCOLL_AR_RABENSEIFNER };
+enum { PCOLL_AG_RING = 1, PCOLL_AG_RD, PCOLL_AG_BRUCK };
+enum { PCOLL_RS_RING = 1, PCOLL_RS_HALVING };
+enum { PCOLL_BC_BINOMIAL = 1, PCOLL_BC_SCATTER_ALLGATHER, PCOLL_BC_CHAIN };
+enum { PCOLL_RE_BINOMIAL = 1, PCOLL_RE_RABENSEIFNER };
+enum { PCOLL_AA_PAIRWISE = 1, PCOLL_AA_BRUCK, PCOLL_AA_SCATTERED };
+enum { PCOLL_ONLY = 1 };   /* collectives with one algorithm */
+
+/* One call's arguments, already checked. count: elements per the API's
+ * meaning for that collective (sendcount, recvcount, count). */
+typedef struct {
+    int            coll;
+    const void    *sbuf;
+    void          *rbuf;
+    size_t         count;
+    plait_dtype_t  dt;
+    plait_op_t     op;
+    int            root;
+    size_t         es;                /* element size */
+    const size_t  *scounts, *sdispls, *rcounts, *rdispls;   /* alltoallv */
+} pcoll_args_t;
+
+/* Builders: add the algorithm's rounds to sc (rank sc->comm->rank). */
+int pcoll_allreduce_rd(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_allreduce_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_allreduce_rabenseifner(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_allgather_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_allgather_rd(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_allgather_bruck(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_reduce_scatter_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_reduce_scatter_halving(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_bcast_binomial(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_bcast_scatter_allgather(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_bcast_chain(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_reduce_binomial(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_reduce_rabenseifner(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_alltoall_pairwise(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_alltoall_bruck(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_alltoall_scattered(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_alltoallv_pairwise(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_alltoallv_scattered(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_gather_binomial(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_scatter_binomial(pcoll_sched_t *sc, const pcoll_args_t *a);
+
+/* Shared pieces (coll/util.c). */
+/* Element offset and count of block i when count elements split into n blocks
+ * (the first count % n blocks hold one more). */
+size_t pcoll_blk_off(size_t count, int n, int i);
+size_t pcoll_blk_cnt(size_t count, int n, int i);
+/* Largest power of two <= n. */
+int    pcoll_pof2(int n);
+
+/* Non-power-of-two folding (recursive doubling / halving): with
+ * rem = n - pof2, ranks below 2*rem pair up (2i, 2i+1); the even one hands its
+ * data to the odd one and sits out (newrank -1), the odd one becomes newrank
+ * i; ranks from 2*rem on become newrank r - rem. */
+int    pcoll_fold_newrank(int rank, int rem);
+int    pcoll_fold_real(int newrank, int rem);
+/* Recursive halving among the pof2 newranks: acc is split into pof2
+ * super-blocks, super-block j = units [edge[j], edge[j+1]) of unit bytes each.
+ * In step d = pof2/2, ..., 1 a rank keeps the half of its window its newrank
+ * falls in, sends the other half to newrank ^ d and reduces the half it keeps
+ * with the one received into in (scratch as large as the largest half); the
+ * lower real rank's data is always the left operand. Afterwards newrank nr's
+ * acc holds super-block nr reduced over every survivor, each element computed
+ * at exactly one rank. */
+void   pcoll_halving(pcoll_sched_t *sc, char *acc, char *in, const size_t *edge, size_t unit,
+                     int pof2, int nr, int rem);
+/* Recursive doubling allgather among the pof2 newranks: starting from its own
+ * super-block, in step d = 1, 2, ..., pof2/2 a rank swaps its window of d
+ * super-blocks with newrank ^ d, so at the end every survivor holds all. */
+void   pcoll_doubling(pcoll_sched_t *sc, char *buf, const size_t *edge, size_t unit, int pof2,
+                      int nr, int rem);
+
+/* ------------------------------------------------------------- selection */
+
+/* The algorithm for one call: the forced one (PLAIT_<COLL>_ALGO) or the
+ * table's choice for the message size (bytes as the table defines them),
+ * communicator size and host count. */
+int  pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);
+/* Name of algorithm id algo of collective coll ("ring"...). */
+const char *pcoll_algo_name(int coll, int algo);
+const char *pcoll_coll_name(int coll);
+/* Prints the selection table (for plait_info): one line per rule. */
+void pcoll_selection_print(FILE *f);
 
 #endif

@@ -1,52 +1,160 @@
 /*
- * sched.c -- the schedule engine: a collective is a list of rounds of
- * non-blocking sends and receives on the communicator's collective context,
- * all tagged with the collective's sequence number, so several collectives may
- * be in flight on one communicator. The pt2pt progress loop calls
- * sched_progress; a failed transfer fails the collective.
+ * sched.c -- the schedule engine every collective algorithm runs on.
+ *
+ * A collective is built, before any byte moves, as a list of rounds. A round
+ * holds transfers (non-blocking sends and receives on the communicator's
+ * collective context, all tagged with the collective's sequence number so that
+ * several collectives may be in flight on one communicator) and local steps
+ * (reduce a received buffer into an accumulator, copy a block, divide for
+ * PLAIT_AVG). When a round starts its transfers are posted at once; when all of
+ * them have completed its local steps run in the order they were added; then
+ * the next round starts. A round with no transfers just runs its local steps.
+ * Temporary buffers an algorithm needs belong to the schedule and are freed
+ * with it, so a non-blocking collective owns everything it touches besides the
+ * caller's buffers.
+ *
+ * The pt2pt progress loop calls sched_progress for every active collective;
+ * blocking collectives wait on the same request, whose world rank is kept at
+ * the peer of a transfer still running, so the wait's dead-peer check asks
+ * about the rank the collective needs now rather than about every rank. A failed transfer, or a
+ * receive that got fewer bytes than the schedule expects (ranks passed
+ * different counts), fails the collective with a message naming the cause.
  */
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll/pcoll.h"
+
+static int sched_grow(void **arr, int *cap, int need, size_t esize)
+{
+    void *p;
+    int ncap;
+    if (need <= *cap)
+        return 0;
+    ncap = *cap ? *cap : 8;
+    while (ncap < need)
+        ncap *= 2;
+    p = realloc(*arr, (size_t)ncap * esize);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
 
 int pcoll_sched_new(ppt_state_t *s, plait_comm_t comm, int maxrounds, int maxops,
                     pcoll_sched_t **out)
 {
     pcoll_sched_t *sc = calloc(1, sizeof *sc);
-    if (sc) {
-        sc->round_end = calloc((size_t)maxrounds + 1, sizeof *sc->round_end);
-        sc->ops = calloc((size_t)maxops + 1, sizeof *sc->ops);
-        sc->inner = calloc((size_t)maxops + 1, sizeof *sc->inner);
-    }
-    if (!sc || !sc->round_end || !sc->ops || !sc->inner) {
-        if (sc) {
-            free(sc->round_end);
-            free(sc->ops);
-            free(sc->inner);
-            free(sc);
-        }
+    if (!sc)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for a collective schedule");
-    }
     sc->s = s;
     sc->comm = comm;
-    sc->capops = maxops;
+    sc->dt = PLAIT_BYTE;
+    if (sched_grow((void **)&sc->round_end, &sc->caprounds, maxrounds + 1, sizeof(int)) ||
+        sched_grow((void **)&sc->ops, &sc->capops, maxops + 1, sizeof(pcoll_op_t))) {
+        pcoll_sched_free(sc);
+        return prt_err(PLAIT_ERR_NOMEM, "no memory for a collective schedule");
+    }
     *out = sc;
     return PLAIT_OK;
 }
 
+void pcoll_sched_set_reduce(pcoll_sched_t *sc, plait_dtype_t dt, plait_op_t op)
+{
+    sc->dt = dt;
+    sc->op = op;
+}
+
+static pcoll_op_t *sched_push(pcoll_sched_t *sc, int kind)
+{
+    pcoll_op_t *op;
+    if (sc->err || sched_grow((void **)&sc->ops, &sc->capops, sc->nops + 1, sizeof *sc->ops)) {
+        sc->err = PLAIT_ERR_NOMEM;
+        return NULL;
+    }
+    op = &sc->ops[sc->nops++];
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    return op;
+}
+
 void pcoll_sched_add(pcoll_sched_t *sc, int peer, int send, void *buf, size_t len)
 {
-    pcoll_op_t *op = &sc->ops[sc->nops++];
-    op->peer = peer;
-    op->send = send;
-    op->buf = buf;
+    pcoll_op_t *op = sched_push(sc, send ? PCOLL_SEND : PCOLL_RECV);
+    if (op) {
+        op->peer = peer;
+        op->buf = buf;
+        op->len = len;
+    }
+}
+
+void pcoll_sched_send(pcoll_sched_t *sc, int peer, const void *buf, size_t len)
+{
+    pcoll_sched_add(sc, peer, 1, (void *)buf, len);
+}
+
+void pcoll_sched_recv(pcoll_sched_t *sc, int peer, void *buf, size_t len)
+{
+    pcoll_sched_add(sc, peer, 0, buf, len);
+}
+
+void pcoll_sched_reduce(pcoll_sched_t *sc, void *dst, const void *a, const void *b, size_t count)
+{
+    pcoll_op_t *op;
+    if (count == 0 || !(op = sched_push(sc, PCOLL_REDUCE)))
+        return;
+    op->buf = dst;
+    op->a = a;
+    op->b = b;
+    op->len = count;
+}
+
+void pcoll_sched_copy(pcoll_sched_t *sc, void *dst, const void *src, size_t len)
+{
+    pcoll_op_t *op;
+    if (len == 0 || dst == src || !(op = sched_push(sc, PCOLL_COPY)))
+        return;
+    op->buf = dst;
+    op->a = src;
     op->len = len;
+}
+
+void pcoll_sched_scale(pcoll_sched_t *sc, void *buf, size_t count)
+{
+    pcoll_op_t *op;
+    if (count == 0 || sc->op != PLAIT_AVG || !(op = sched_push(sc, PCOLL_SCALE)))
+        return;
+    op->buf = buf;
+    op->len = count;
+}
+
+void *pcoll_sched_tmp(pcoll_sched_t *sc, size_t len)
+{
+    void *p;
+    if (sc->err || sched_grow((void **)&sc->tmp, &sc->captmp, sc->ntmp + 1, sizeof *sc->tmp) ||
+        !(p = malloc(len ? len : 1))) {
+        sc->err = PLAIT_ERR_NOMEM;
+        return NULL;
+    }
+    sc->tmp[sc->ntmp++] = p;
+    return p;
 }
 
 void pcoll_sched_end_round(pcoll_sched_t *sc)
 {
+    if (sc->err || sched_grow((void **)&sc->round_end, &sc->caprounds, sc->nrounds + 1,
+                              sizeof *sc->round_end)) {
+        sc->err = PLAIT_ERR_NOMEM;
+        return;
+    }
+    /* an empty round would only cost a pass of the loop */
+    if (sc->nrounds && sc->round_end[sc->nrounds - 1] == sc->nops)
+        return;
+    if (!sc->nrounds && sc->nops == 0)
+        return;
     sc->round_end[sc->nrounds++] = sc->nops;
 }
 
@@ -61,21 +169,86 @@ static void sched_drop_inner(pcoll_sched_t *sc)
     sc->ninner = 0;
 }
 
+void pcoll_sched_free(pcoll_sched_t *sc)
+{
+    if (!sc)
+        return;
+    if (sc->inner)
+        sched_drop_inner(sc);
+    for (int i = 0; i < sc->ntmp; i++)
+        free(sc->tmp[i]);
+    free(sc->tmp);
+    free(sc->round_end);
+    free(sc->ops);
+    free(sc->inner);
+    free(sc->inner_op);
+    free(sc);
+}
+
+static int round_first(const pcoll_sched_t *sc, int k) { return k ? sc->round_end[k - 1] : 0; }
+
 static int sched_start_round(pcoll_sched_t *sc)
 {
-    int first = sc->round ? sc->round_end[sc->round - 1] : 0;
-    for (int i = first; i < sc->round_end[sc->round]; i++) {
+    for (int i = round_first(sc, sc->round); i < sc->round_end[sc->round]; i++) {
         pcoll_op_t *op = &sc->ops[i];
         plait_request_t *r = &sc->inner[sc->ninner];
-        int rc = op->send ? ppt_isend_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len,
-                                             op->peer, sc->tag, r)
-                          : ppt_irecv_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len,
-                                             op->peer, sc->tag, r);
+        int rc;
+        if (op->kind != PCOLL_SEND && op->kind != PCOLL_RECV)
+            continue;
+        *r = NULL;
+        rc = op->kind == PCOLL_SEND
+                 ? ppt_isend_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len, op->peer,
+                                    sc->tag, r)
+                 : ppt_irecv_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len, op->peer,
+                                    sc->tag, r);
         if (rc != PLAIT_OK)
             return rc;
-        sc->ninner++;
+        sc->inner_op[sc->ninner++] = i;
     }
     return PLAIT_OK;
+}
+
+/* The round's local steps, in order. */
+static void sched_run_locals(pcoll_sched_t *sc)
+{
+    for (int i = round_first(sc, sc->round); i < sc->round_end[sc->round]; i++) {
+        pcoll_op_t *op = &sc->ops[i];
+        switch (op->kind) {
+        case PCOLL_REDUCE: pcoll_reduce(op->buf, op->a, op->b, op->len, sc->dt, sc->op); break;
+        case PCOLL_COPY:   memmove(op->buf, op->a, op->len); break;
+        case PCOLL_SCALE:  pcoll_scale(op->buf, op->len, sc->dt, sc->comm->size); break;
+        default: break;
+        }
+    }
+}
+
+/* PLAIT_OK when the round's transfers all succeeded, else the first failure;
+ * 1 while some are still running. */
+static int sched_round_status(pcoll_sched_t *sc, const char *what)
+{
+    int rc = PLAIT_OK;
+    for (int i = 0; i < sc->ninner; i++) {
+        plait_request_t r = sc->inner[i];
+        const pcoll_op_t *op = &sc->ops[sc->inner_op[i]];
+        if (!atomic_load_explicit(&r->done, memory_order_acquire)) {
+            /* the peer the collective waits for now: the wait loop's
+             * liveness check looks at it only, so ranks that finished their
+             * part and exited (after finalize's barrier) are no failure */
+            sc->waiting_world = sc->comm->world_of[op->peer];
+            return 1;
+        }
+        if (rc != PLAIT_OK)
+            continue;
+        if (r->rc != PLAIT_OK)
+            rc = prt_err(r->rc == PLAIT_ERR_TRUNCATE ? PLAIT_ERR_ARG : r->rc,
+                         "%s: a transfer with rank %d failed (%s): do all ranks pass matching "
+                         "arguments?", what, op->peer, plait_strerror(r->rc));
+        else if (op->kind == PCOLL_RECV && r->st.bytes != op->len)
+            rc = prt_err(PLAIT_ERR_ARG, "%s: rank %d sent %zu bytes where %zu were expected: "
+                         "ranks passed different counts or roots", what, op->peer, r->st.bytes,
+                         op->len);
+    }
+    return rc;
 }
 
 /* Advances as many rounds as have completed; completes req at the end. */
@@ -83,20 +256,20 @@ static int sched_progress(plait_request_t req)
 {
     pcoll_sched_t *sc = req->coll;
     while (sc->round < sc->nrounds) {
-        int rc = PLAIT_OK;
-        for (int i = 0; i < sc->ninner; i++) {
-            if (!atomic_load_explicit(&sc->inner[i]->done, memory_order_acquire))
-                return 0;
-            if (sc->inner[i]->rc != PLAIT_OK && rc == PLAIT_OK)
-                rc = sc->inner[i]->rc;
+        int rc = sched_round_status(sc, req->what);
+        if (rc == 1) {
+            req->world = sc->waiting_world;
+            return 0;
         }
         sched_drop_inner(sc);
-        if (rc == PLAIT_OK && ++sc->round < sc->nrounds)
-            rc = sched_start_round(sc);
+        if (rc == PLAIT_OK) {
+            sched_run_locals(sc);
+            if (++sc->round < sc->nrounds)
+                rc = sched_start_round(sc);
+        }
         if (rc != PLAIT_OK) {
-            ppt_req_complete(sc->s, req, prt_err(rc == PLAIT_ERR_TRUNCATE ? PLAIT_ERR_ARG : rc,
-                             "%s: a transfer failed (%s): do all ranks pass matching arguments?",
-                             req->what, plait_strerror(rc)));
+            sc->round = sc->nrounds;
+            ppt_req_complete(sc->s, req, rc);
             return 1;
         }
     }
@@ -106,26 +279,52 @@ static int sched_progress(plait_request_t req)
 
 static void sched_destroy(plait_request_t req)
 {
-    pcoll_sched_t *sc = req->coll;
-    if (!sc)
-        return;
-    sched_drop_inner(sc);
-    free(sc->round_end);
-    free(sc->ops);
-    free(sc->inner);
-    free(sc);
+    pcoll_sched_free(req->coll);
     req->coll = NULL;
+}
+
+/* Only the peers of the current round's unfinished transfers matter: a member
+ * that has done its part and exited (e.g. left plait_finalize's barrier
+ * early) is no failure. */
+static int sched_check_peers(plait_request_t req)
+{
+    pcoll_sched_t *sc = req->coll;
+    for (int i = 0; sc && i < sc->ninner; i++) {
+        plait_request_t r = sc->inner[i];
+        if (r && !atomic_load_explicit(&r->done, memory_order_acquire) && r->world >= 0)
+            PRT_CHECK(ppt_peer_alive(sc->s, r->world));
+    }
+    return PLAIT_OK;
+}
+
+/* Room for the largest round's transfers. */
+static int sched_alloc_inner(pcoll_sched_t *sc)
+{
+    int most = 0;
+    for (int k = 0; k < sc->nrounds; k++) {
+        int n = 0;
+        for (int i = round_first(sc, k); i < sc->round_end[k]; i++)
+            n += sc->ops[i].kind == PCOLL_SEND || sc->ops[i].kind == PCOLL_RECV;
+        most = n > most ? n : most;
+    }
+    sc->inner = calloc((size_t)most + 1, sizeof *sc->inner);
+    sc->inner_op = calloc((size_t)most + 1, sizeof *sc->inner_op);
+    return sc->inner && sc->inner_op ? PLAIT_OK : PLAIT_ERR_NOMEM;
 }
 
 int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_t *out)
 {
     ppt_state_t *s = sc->s;
-    plait_request_t req = ppt_req_new(PPT_REQ_COLL, sc->comm, NULL);
+    plait_request_t req;
     int rc;
-    if (!req) {
-        sc->round = sc->nrounds;
-        free(sc->round_end); free(sc->ops); free(sc->inner); free(sc);
-        return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for a request", what);
+    pcoll_sched_end_round(sc);          /* steps added after the last end_round */
+    if (sc->err || sched_alloc_inner(sc) != PLAIT_OK ||
+        !(req = ppt_req_new(PPT_REQ_COLL, sc->comm, NULL))) {
+        /* the sequence number still advances: the other ranks' next collective
+         * must not pair with this one's traffic */
+        sc->comm->coll_seq++;
+        pcoll_sched_free(sc);
+        return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for its schedule", what);
     }
     req->coll = sc;
     req->what = what;
@@ -133,6 +332,7 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
     req->tag = PLAIT_ANY_TAG;
     req->progress = sched_progress;
     req->destroy = sched_destroy;
+    req->check_peers = sched_check_peers;
     sc->tag = (int)(sc->comm->coll_seq++ & PLAIT_TAG_MAX);
     rc = sc->nrounds ? sched_start_round(sc) : PLAIT_OK;
     if (rc != PLAIT_OK) {
@@ -147,4 +347,12 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
     }
     *out = req;
     return PLAIT_OK;
+}
+
+int pcoll_wait_free_locked(ppt_state_t *s, plait_request_t req, const char *what)
+{
+    int rc = ppt_wait_locked(s, req, what);
+    ppt_cancel_locked(s, req);      /* no-op unless it failed to complete */
+    ppt_req_free(req);
+    return rc;
 }

@@ -20,6 +20,7 @@
 #define PLAIT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -163,12 +164,142 @@ int plait_wait   (plait_request_t *req, plait_status_t *status);
 int plait_waitall(int n, plait_request_t reqs[], plait_status_t statuses[]);
 
 /* -------------------------------------------------------------- collectives */
+/*
+ * Rules shared by every collective below:
+ *  - Every rank of comm calls it, with matching arguments (count, dt, op,
+ *    root); collectives on one communicator start in the same order on every
+ *    rank. Mismatched arguments fail with PLAIT_ERR_ARG where a rank can see
+ *    them (a message of the wrong size) or end in PLAIT_ERR_TIMEOUT (see
+ *    PLAIT_TIMEOUT); they never write outside the buffers passed.
+ *  - Buffers are host memory in this release.
+ *  - In place is sendbuf == recvbuf (what that means is stated per call).
+ *  - Reductions: every plait_op_t on every numeric type; PLAIT_BYTE takes no
+ *    reduction and PLAIT_AVG is for floating types only (else PLAIT_ERR_ARG).
+ *    FLOAT16/BFLOAT16 compute each pairwise step in float32 and round to
+ *    nearest-even; AVG is a SUM divided by the communicator size at the end.
+ *  - allreduce, allgather and bcast leave bitwise-identical results on every
+ *    rank.
+ *  - Errors: PLAIT_ERR_ARG names the bad argument (comm, dt, op, root, a NULL
+ *    buffer with count > 0, a count whose byte size overflows);
+ *    PLAIT_ERR_STATE outside init..finalize or on a freed comm;
+ *    PLAIT_ERR_TIMEOUT / PLAIT_ERR_PEER as for point-to-point waits.
+ *  - The non-blocking forms (plait_i*) take the same arguments plus req,
+ *    return at once and complete through plait_test/plait_wait/plait_waitall;
+ *    buffers must stay untouched until then. They progress whenever the
+ *    library is entered (plait_test in a compute loop is enough); several may
+ *    be in flight on one communicator and complete in any order.
+ *  - The algorithm is chosen per call by message size, communicator size and
+ *    host count (plait_info prints the table) or forced per collective with
+ *    PLAIT_<COLL>_ALGO settings.
+ */
 
 /** Collective over comm: returns once every rank of comm has entered. */
 int plait_barrier (plait_comm_t comm);
 
 /** Non-blocking barrier; completes through plait_test/plait_wait. */
 int plait_ibarrier(plait_comm_t comm, plait_request_t *req);
+
+/** Broadcast: every rank calls it; count elements of dt at root's buf are
+ *  copied into buf on every other rank. root must be a rank of comm
+ *  (else PLAIT_ERR_ARG); host memory. */
+int plait_bcast (void *buf, size_t count, plait_dtype_t dt, int root, plait_comm_t comm);
+/** Non-blocking plait_bcast. */
+int plait_ibcast(void *buf, size_t count, plait_dtype_t dt, int root, plait_comm_t comm,
+                 plait_request_t *req);
+
+/** Reduce to root: every rank calls it; recvbuf at root receives op over all
+ *  ranks' sendbuf (count elements of dt). recvbuf is used at root only (may be
+ *  NULL elsewhere). In place at root: sendbuf == recvbuf holds root's input.
+ *  Host memory; dt/op mismatches and a bad root give PLAIT_ERR_ARG. */
+int plait_reduce (const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                  plait_op_t op, int root, plait_comm_t comm);
+/** Non-blocking plait_reduce. */
+int plait_ireduce(const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                  plait_op_t op, int root, plait_comm_t comm, plait_request_t *req);
+
+/** Allreduce: every rank calls it and receives op over all ranks' sendbuf
+ *  (count elements of dt) in recvbuf, bitwise identical on every rank. In
+ *  place: sendbuf == recvbuf holds the input. Host memory. */
+int plait_allreduce (const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                     plait_op_t op, plait_comm_t comm);
+/** Non-blocking plait_allreduce. */
+int plait_iallreduce(const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                     plait_op_t op, plait_comm_t comm, plait_request_t *req);
+
+/** Allgather: every rank calls it; recvbuf (size * sendcount elements) gets
+ *  rank i's sendbuf in block i on every rank. In place: sendbuf == recvbuf,
+ *  with this rank's block already at block rank. Host memory. */
+int plait_allgather (const void *sendbuf, void *recvbuf, size_t sendcount, plait_dtype_t dt,
+                     plait_comm_t comm);
+/** Non-blocking plait_allgather. */
+int plait_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, plait_dtype_t dt,
+                     plait_comm_t comm, plait_request_t *req);
+
+/** Reduce-scatter (block form): every rank calls it; sendbuf holds
+ *  size * recvcount elements; rank r receives block r of op over all ranks'
+ *  sendbuf in recvbuf (recvcount elements). In place: sendbuf == recvbuf holds
+ *  the size blocks and the result lands in its first recvcount elements
+ *  (MPI_IN_PLACE semantics). Host memory. */
+int plait_reduce_scatter (const void *sendbuf, void *recvbuf, size_t recvcount, plait_dtype_t dt,
+                          plait_op_t op, plait_comm_t comm);
+/** Non-blocking plait_reduce_scatter. */
+int plait_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, plait_dtype_t dt,
+                          plait_op_t op, plait_comm_t comm, plait_request_t *req);
+
+/** All-to-all: every rank calls it; block j (count elements) of sendbuf goes
+ *  to rank j, and recvbuf block i comes from rank i. In place:
+ *  sendbuf == recvbuf (the library keeps a copy of the input). Host memory. */
+int plait_alltoall (const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                    plait_comm_t comm);
+/** Non-blocking plait_alltoall. */
+int plait_ialltoall(const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                    plait_comm_t comm, plait_request_t *req);
+
+/** All-to-all with per-peer counts and displacements (in elements): every
+ *  rank calls it; sendcounts[j] elements at sendbuf + sdispls[j] go to rank j
+ *  and arrive at its recvbuf + rdispls[me]. recvcounts[i] must equal what
+ *  rank i sends here (else PLAIT_ERR_ARG or a timeout); sendcounts[me] must
+ *  equal recvcounts[me]. The arrays are read before the call returns. In
+ *  place: sendbuf == recvbuf. Host memory. */
+int plait_alltoallv (const void *sendbuf, const size_t sendcounts[], const size_t sdispls[],
+                     void *recvbuf, const size_t recvcounts[], const size_t rdispls[],
+                     plait_dtype_t dt, plait_comm_t comm);
+/** Non-blocking plait_alltoallv. */
+int plait_ialltoallv(const void *sendbuf, const size_t sendcounts[], const size_t sdispls[],
+                     void *recvbuf, const size_t recvcounts[], const size_t rdispls[],
+                     plait_dtype_t dt, plait_comm_t comm, plait_request_t *req);
+
+/** Gather to root: every rank calls it; root's recvbuf (size * sendcount
+ *  elements, used at root only) gets rank i's sendbuf in block i. In place at
+ *  root: sendbuf == recvbuf with root's block already at block root. Host
+ *  memory. */
+int plait_gather (const void *sendbuf, void *recvbuf, size_t sendcount, plait_dtype_t dt,
+                  int root, plait_comm_t comm);
+/** Non-blocking plait_gather. */
+int plait_igather(const void *sendbuf, void *recvbuf, size_t sendcount, plait_dtype_t dt,
+                  int root, plait_comm_t comm, plait_request_t *req);
+
+/** Scatter from root: every rank calls it; block i (recvcount elements) of
+ *  root's sendbuf (used at root only) lands in rank i's recvbuf. In place at
+ *  root: sendbuf == recvbuf, root's block stays where it is. Host memory. */
+int plait_scatter (const void *sendbuf, void *recvbuf, size_t recvcount, plait_dtype_t dt,
+                   int root, plait_comm_t comm);
+/** Non-blocking plait_scatter. */
+int plait_iscatter(const void *sendbuf, void *recvbuf, size_t recvcount, plait_dtype_t dt,
+                   int root, plait_comm_t comm, plait_request_t *req);
+
+/* -------------------------------------------------------------- diagnostics */
+
+/** Writes this rank's transport counters to f: for every connection of the
+ *  multipath (udp) transport, bytes, packets, chunks, messages, retransmissions
+ *  by cause (fast = duplicate SACKs, timeout), loss events, ACKs, smoothed and
+ *  minimum RTT, congestion window and drops by reason; then per path (UDP
+ *  port pair) packets, bytes, chunks, retransmissions, losses and RTT. A job
+ *  without udp connections writes one line saying so. Any rank, any time
+ *  between plait_init and plait_finalize; local (no communication).
+ *  PLAIT_STATS=1 prints the same to stderr at plait_finalize.
+ *  Errors: PLAIT_ERR_STATE outside init/finalize, PLAIT_ERR_ARG for f NULL. */
+int plait_stats_print(FILE *f);
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,25 @@ static void plr_usage(FILE *f)
         "  --report-bindings      print each rank's binding to stderr\n"
         "  --timeout SEC          end the whole job after SEC seconds (exit 124)\n"
         "  --tag-output           prefix every output line with \"[rank] \"\n"
+        "\n"
+        "Several hosts (plaitrun starts a daemon on each; ranks on one host use shared\n"
+        "memory, ranks on different hosts TCP):\n"
+        "  --host H1:N1,H2:N2,... hosts and their slots (no :N: 1 slot)\n"
+        "  --hostfile FILE        one 'host [slots=N]' per line; '#' starts a comment\n"
+        "                         (-n defaults to the number of slots)\n"
+        "  --map-by slot|node     fill each host in turn (default), or one rank per host\n"
+        "                         round-robin\n"
+        "  --launch-agent CMD     how to run a command on a host: CMD's words, {host}\n"
+        "                         replaced by the host name (appended when absent), then\n"
+        "                         the daemon's command line; default\n"
+        "                         'ssh -x -o BatchMode=yes {host}' (a host named localhost\n"
+        "                         is started directly); e.g. 'ip netns exec {host}'\n"
+        "  --head-address ADDR    the IPv4 address daemons connect to (default: the local\n"
+        "                         address that routes to the hosts, or the only\n"
+        "                         non-loopback one when host names do not resolve)\n"
+        "  --fanout K             daemons form a tree of fan-out K (default 32)\n"
+        "  The job secret reaches the daemons on their stdin; the ranks' stdin is\n"
+        "  /dev/null.  PLAIT_LAUNCH_TIMEOUT (default 60 s) bounds a daemon's start.\n"
         "  -h, --help             this text\n"
         "  -V, --version          print the version\n"
         "\n"
@@ -115,6 +134,7 @@ static int plr_parse_one(plr_opts_t *o, int argc, char **argv, int *i)
             return plr_usage_error("option '%s' needs a number of ranks", a);
         if (!plr_parse_int(v, &o->nranks))
             return plr_usage_error("invalid number of ranks '%s' (1..4096)", v);
+        o->nranks_given = true;
     } else if (!strcmp(a, "-x")) {
         if (*i + 1 >= argc)
             return plr_usage_error("option '%s' needs VAR or VAR=value", a);
@@ -139,6 +159,33 @@ static int plr_parse_one(plr_opts_t *o, int argc, char **argv, int *i)
             return plr_usage_error("invalid --timeout value '%s' (seconds > 0)", v);
     } else if (!strcmp(a, "--tag-output")) {
         o->tag_output = true;
+    } else if (plr_is(a, "--host") || plr_is(a, "--hostfile")) {
+        bool file = plr_is(a, "--hostfile");
+        if ((v = plr_optval(argc, argv, i, file ? "--hostfile" : "--host")) == NULL)
+            return plr_usage_error("option '%s' needs a value", a);
+        if (o->hosts)
+            return plr_usage_error("%s", "give --host or --hostfile once");
+        int rc = file ? plr_hosts_parse_file(v, &o->hosts, &o->nhosts)
+                      : plr_hosts_parse_list(v, &o->hosts, &o->nhosts);
+        if (rc != 0)
+            return PLR_EXIT_USAGE;
+    } else if (plr_is(a, "--map-by")) {
+        if ((v = plr_optval(argc, argv, i, "--map-by")) == NULL)
+            return plr_usage_error("option '%s' needs slot or node", a);
+        if (strcmp(v, "slot") && strcmp(v, "node"))
+            return plr_usage_error("invalid --map-by value '%s' (slot or node)", v);
+        o->map = strcmp(v, "node") ? PLR_MAP_SLOT : PLR_MAP_NODE;
+    } else if (plr_is(a, "--launch-agent")) {
+        if ((v = plr_optval(argc, argv, i, "--launch-agent")) == NULL || !v[strspn(v, " \t")])
+            return plr_usage_error("option '%s' needs a command", a);
+        o->agent = v;
+    } else if (plr_is(a, "--head-address")) {
+        if ((v = plr_optval(argc, argv, i, "--head-address")) == NULL)
+            return plr_usage_error("option '%s' needs an IPv4 address", a);
+        o->head_addr = v;
+    } else if (plr_is(a, "--fanout")) {
+        if ((v = plr_optval(argc, argv, i, "--fanout")) == NULL || !plr_parse_int(v, &o->fanout))
+            return plr_usage_error("invalid --fanout value '%s' (1..4096)", v ? v : "");
     } else {
         return plr_usage_error("unknown option '%s'", a);
     }
@@ -162,6 +209,8 @@ static int plr_parse(plr_opts_t *o, int argc, char **argv)
     if (i >= argc)
         return plr_usage_error("%s", "no program given");
     o->argv = argv + i;
+    if (o->hosts == NULL && (o->agent || o->head_addr))
+        return plr_usage_error("%s", "--launch-agent and --head-address need --host or --hostfile");
     for (int k = 0; k < o->nxvars; k++)
         if (!strchr(o->xvars[k], '=') && getenv(o->xvars[k]) == NULL)
             fprintf(stderr, PLR_NAME ": warning: -x %s: not set in plaitrun's environment\n",
@@ -173,7 +222,7 @@ static int plr_parse(plr_opts_t *o, int argc, char **argv)
 
 /* Resolved in the parent (the child may only call execve).  Like execvp:
  * a name with '/' is used as is, else the first executable match in PATH. */
-static char *plr_find_program(const char *name, int *err)
+char *plr_find_program(const char *name, int *err)
 {
     *err = ENOENT;
     if (name[0] == '\0')
@@ -214,7 +263,7 @@ static void plr_stdio_sanitize(void)
             open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
 }
 
-static int plr_bindings(plr_job_t *job)
+int plr_job_bindings(plr_job_t *job)
 {
     plr_opts_t *o = &job->opts;
     int ncores = plr_bind_ncores();
@@ -256,7 +305,7 @@ static int plr_job_setup(plr_job_t *job)
         plr_stream_init(&job->ranks[r].out, -1, 1, r);
         plr_stream_init(&job->ranks[r].err, -1, 2, r);
     }
-    if (plr_bindings(job) != 0)
+    if (plr_job_bindings(job) != 0)
         return -1;
     if (plr_tmpdir_create(job->tmpdir, sizeof(job->tmpdir)) != 0) {
         job->tmpdir[0] = '\0';
@@ -290,12 +339,46 @@ static int plr_job_launch(plr_job_t *job, int sig_rd)
     return plr_loop_run(job, sig_rd);
 }
 
+/* Several hosts: map the ranks, then the head does the rest (plr_head.c). */
+static int plr_hosts_job(plr_job_t *job)
+{
+    plr_opts_t *o = &job->opts;
+    if (!o->nranks_given) {
+        o->nranks = 0;
+        for (int h = 0; h < o->nhosts; h++)
+            o->nranks += o->hosts[h].slots;
+    }
+    if (o->fanout == 0)
+        o->fanout = 32;
+    job->rank_node = calloc((size_t)o->nranks, sizeof(int));
+    if (job->rank_node == NULL || plr_hosts_map(o, o->nranks, job->rank_node) != 0)
+        return PLR_EXIT_USAGE;
+    snprintf(job->nspace, sizeof(job->nspace), "plait.%d", (int)getpid());
+    if (gethostname(job->hostname, sizeof(job->hostname) - 1) != 0)
+        strcpy(job->hostname, "localhost");
+    plr_stdio_sanitize();
+    int sig_rd = plr_signals_init();
+    if (sig_rd < 0)
+        return 1;
+    return plr_head_main(job, sig_rd);
+}
+
 int main(int argc, char **argv)
 {
     plr_job_t job;
     memset(&job, 0, sizeof(job));
+    if (argc > 1 && !strcmp(argv[1], "--daemon"))
+        return plr_daemon_main(argc, argv);
     int rc = plr_parse(&job.opts, argc, argv);
     if (rc >= 0) {
+        free(job.opts.xvars);
+        free(job.opts.hosts);
+        return rc;
+    }
+    if (job.opts.hosts) {
+        rc = plr_hosts_job(&job);
+        free(job.rank_node);
+        free(job.opts.hosts);
         free(job.opts.xvars);
         return rc;
     }

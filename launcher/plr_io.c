@@ -22,6 +22,9 @@
 
 static bool plr_out_broken[3];   /* our stdout/stderr reader went away: discard */
 
+/* Set on a daemon: its ranks' lines go to the head, untagged (the head tags). */
+void (*plr_stream_sink)(plr_stream_t *s, const char *p, size_t n);
+
 /* Writes everything (loops over short writes; waits if the fd is non-blocking). */
 void plr_write_all(int fd, const char *p, size_t n)
 {
@@ -70,6 +73,10 @@ static void plr_stream_emit(plr_stream_t *s, size_t n, bool tag, bool add_newlin
 {
     if (n == 0)
         return;
+    if (plr_stream_sink) {
+        plr_stream_sink(s, s->buf, n);
+        return;
+    }
     if (!tag) {
         plr_write_all(s->out_fd, s->buf, n);
         return;
@@ -153,6 +160,28 @@ static int plr_stream_read_once(plr_stream_t *s, bool tag)
     s->len += (size_t)n;
     plr_stream_flush_lines(s, tag);
     return 1;
+}
+
+/* The head's copy of a remote rank's stream: the daemon sends whole lines
+ * and, at the rank's exit, a possibly partial tail. */
+void plr_stream_feed(plr_stream_t *s, const char *p, size_t n, bool tag)
+{
+    if (s->cap - s->len < n) {
+        char *b = realloc(s->buf, s->len + n);
+        if (b == NULL)
+            return;
+        s->buf = b;
+        s->cap = s->len + n;
+    }
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
+    plr_stream_flush_lines(s, tag);
+}
+
+void plr_stream_flush_tail(plr_stream_t *s, bool tag)
+{
+    plr_stream_emit(s, s->len, tag, true);
+    s->len = 0;
 }
 
 bool plr_stream_read(plr_stream_t *s, bool tag)

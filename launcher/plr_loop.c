@@ -18,9 +18,14 @@
 void plr_loop_events(plr_job_t *job)
 {
     plr_event_t *ev;
-    while (read(job->ev_rd, &ev, sizeof(ev)) == (ssize_t)sizeof(ev)) {
-        if (ev->rank >= 0 && ev->rank < job->opts.nranks) {
-            plr_rank_t *rk = &job->ranks[ev->rank];
+    while (job->ev_rd >= 0 && read(job->ev_rd, &ev, sizeof(ev)) == (ssize_t)sizeof(ev)) {
+        if (ev->type >= PLR_EV_FENCE) {    /* the daemon's network work */
+            plr_daemon_event(job, ev);
+            continue;
+        }
+        int idx = plr_rank_index(job, ev->rank);
+        if (idx >= 0) {
+            plr_rank_t *rk = &job->ranks[idx];
             if (ev->type == PLR_EV_CONNECTED) {
                 rk->connected = true;
             } else if (ev->type == PLR_EV_FINALIZED) {
@@ -31,7 +36,7 @@ void plr_loop_events(plr_job_t *job)
                              ev->rank, ev->code, ev->msg[0] ? ev->msg : "(no message)");
             }
         }
-        free(ev);
+        plr_event_free(ev);
     }
 }
 
@@ -73,6 +78,7 @@ static void plr_loop_deadlines(plr_job_t *job)
         plr_proc_signal_all(job, SIGKILL);
         job->killed = true;
     }
+    plr_net_tick(job);
 }
 
 /* pollfd slots: 0 events, 1 signals, 2 stdin (read), 3 rank-0 stdin pipe
@@ -102,8 +108,9 @@ static void plr_pollset_fill(plr_job_t *job, plr_pollset_t *ps, int sig_rd)
     }
 }
 
-static void plr_loop_io(plr_job_t *job, plr_pollset_t *ps)
+static void plr_loop_io(plr_job_t *job, plr_pollset_t *ps, int nnet)
 {
+    plr_net_handle(job, ps->fds + ps->n, nnet);
     if (ps->fds[2].revents)
         plr_stdin_on_input(&job->in);
     if (ps->fds[3].revents)
@@ -115,7 +122,8 @@ static void plr_loop_io(plr_job_t *job, plr_pollset_t *ps)
 
 int plr_loop_run(plr_job_t *job, int sig_rd)
 {
-    int max = 4 + 2 * job->opts.nranks;
+    int nmax = plr_net_maxfds(job), nnet = 0;
+    int max = 4 + 2 * job->opts.nranks + nmax;
     plr_pollset_t ps = { calloc((size_t)max, sizeof(struct pollfd)),
                          calloc((size_t)max, sizeof(plr_stream_t *)), 0 };
     int fl = fcntl(job->ev_rd, F_GETFL);
@@ -124,10 +132,11 @@ int plr_loop_run(plr_job_t *job, int sig_rd)
         plr_job_fail(job, 1, PLR_NAME ": out of memory");
         max = 0;
     }
-    while (job->nlive > 0) {
+    while (job->nlive > 0 || job->stay) {
         if (max > 0) {
             plr_pollset_fill(job, &ps, sig_rd);
-            int rc = poll(ps.fds, (nfds_t)ps.n, plr_loop_timeout_ms(job, plr_now()));
+            nnet = plr_net_fill(job, ps.fds + ps.n, nmax);
+            int rc = poll(ps.fds, (nfds_t)(ps.n + nnet), plr_loop_timeout_ms(job, plr_now()));
             if (rc < 0 && errno != EINTR)
                 break;
             if (rc > 0) {
@@ -136,7 +145,7 @@ int plr_loop_run(plr_job_t *job, int sig_rd)
                     plr_loop_events(job);
                 if (ps.fds[1].revents)
                     plr_loop_signals(job, sig_rd);
-                plr_loop_io(job, &ps);
+                plr_loop_io(job, &ps, nnet);
             }
         } else {
             usleep(PLR_TICK_MS * 1000);

@@ -76,6 +76,12 @@ void plr_signals_block(bool block)
 
 static void plr_job_endv(plr_job_t *job, int code, int sig, const char *fmt, va_list ap)
 {
+    if (job->mode == PLR_MODE_DAEMON) {    /* the head decides the job's fate */
+        char text[1024];
+        vsnprintf(text, sizeof(text), fmt, ap);
+        plr_daemon_fail(job, code, text);
+        return;
+    }
     if (job->ending)
         return;                            /* the first reason is the one reported */
     job->ending = true;
@@ -99,6 +105,10 @@ void plr_job_fail(plr_job_t *job, int code, const char *fmt, ...)
  * they started. */
 void plr_proc_signal_all(plr_job_t *job, int sig)
 {
+    if (job->mode == PLR_MODE_HEAD) {      /* the ranks are the daemons' children */
+        plr_head_signal(job, sig);
+        return;
+    }
     for (int r = 0; r < job->opts.nranks; r++) {
         plr_rank_t *rk = &job->ranks[r];
         if (rk->pid <= 0)
@@ -146,6 +156,10 @@ static void plr_proc_judge(plr_job_t *job, plr_rank_t *rk)
 
 void plr_proc_reap(plr_job_t *job)
 {
+    if (job->mode == PLR_MODE_HEAD) {
+        plr_head_reap(job);
+        return;
+    }
     int nexited = 0;
     for (int r = 0; r < job->opts.nranks; r++) {
         plr_rank_t *rk = &job->ranks[r];
@@ -167,7 +181,17 @@ void plr_proc_reap(plr_job_t *job)
         plr_rank_t *rk = &job->ranks[r];
         if (rk->state == PLR_RANK_DONE && rk->pid > 0 && !rk->judged) {
             rk->judged = true;
+            if (job->mode == PLR_MODE_DAEMON) {
+                /* its output first, so the head has it before the exit */
+                plr_stream_drain(&rk->out, false);
+                plr_stream_drain(&rk->err, false);
+            }
             plr_proc_judge(job, rk);
+            if (job->mode == PLR_MODE_DAEMON)
+                plr_daemon_report_exit(job, rk);
+        } else if (rk->state == PLR_RANK_DONE && rk->pid > 0 && job->mode == PLR_MODE_DAEMON &&
+                   !rk->reported) {
+            plr_daemon_report_exit(job, rk);   /* exec failure, judged at spawn */
         }
     }
 }
@@ -212,7 +236,7 @@ static void plr_env_free(char **env)
 /* plaitrun's environment, the -x settings, PLAIT_LAUNCHER, then what PMIx
  * needs (last, so PMIx's own variables win).  Heap strings in a heap array,
  * because PMIx_server_setup_fork frees and reallocates entries. */
-static char **plr_env_build(plr_job_t *job, int rank)
+static char **plr_env_build(plr_job_t *job, int idx)
 {
     size_t n = 0;
     while (environ[n])
@@ -234,7 +258,7 @@ static char **plr_env_build(plr_job_t *job, int rank)
     }
     if (plr_env_set(&env, "PLAIT_LAUNCHER", PLR_NAME) != 0)
         goto fail;
-    if (plr_server_setup_rank(job, rank, &env) != 0)
+    if (plr_server_setup_rank(job, idx, &env) != 0)
         goto fail;
     return env;
 fail:
@@ -323,10 +347,12 @@ static int plr_proc_start(plr_job_t *job, plr_rank_t *rk, char **env)
     return n == (ssize_t)sizeof(e) ? (e ? e : ENOEXEC) : 0;
 }
 
-int plr_proc_spawn(plr_job_t *job, int rank)
+/* idx: index in job->ranks (the rank itself on a one-host job). */
+int plr_proc_spawn(plr_job_t *job, int idx)
 {
-    plr_rank_t *rk = &job->ranks[rank];
-    char **env = plr_env_build(job, rank);
+    plr_rank_t *rk = &job->ranks[idx];
+    int rank = rk->rank;
+    char **env = plr_env_build(job, idx);
     if (env == NULL) {
         plr_job_fail(job, 1, PLR_NAME ": cannot prepare the environment of rank %d", rank);
         return -1;
@@ -343,7 +369,14 @@ int plr_proc_spawn(plr_job_t *job, int rank)
                      job->opts.argv[0], strerror(e));
         return -1;
     }
-    if (job->opts.report_bindings) {
+    if (job->opts.report_bindings && job->mode == PLR_MODE_DAEMON) {
+        if (rk->cpus.bound)
+            fprintf(stderr, PLR_NAME ": host %s: rank %d (pid %d) bound to %s (cpus %s)\n",
+                    job->hostname, rank, (int)rk->pid, rk->cpus.where, rk->cpus.cpus);
+        else
+            fprintf(stderr, PLR_NAME ": host %s: rank %d (pid %d) not bound\n", job->hostname,
+                    rank, (int)rk->pid);
+    } else if (job->opts.report_bindings) {
         if (rk->cpus.bound)
             fprintf(stderr, PLR_NAME ": rank %d (pid %d) bound to %s (cpus %s)\n", rank,
                     (int)rk->pid, rk->cpus.where, rk->cpus.cpus);

@@ -26,25 +26,47 @@ static char plr_nspace[PMIX_MAX_NSLEN + 1];
 
 /* ------------------------------------------------------------ events */
 
+static plr_event_t *plr_event_new(plr_event_type_t type, int rank, int code, const char *msg)
+{
+    size_t mlen = msg ? strlen(msg) : 0;
+    plr_event_t *ev = calloc(1, sizeof(*ev) + mlen + 1);
+    if (ev == NULL)
+        return NULL;
+    ev->type = type;
+    ev->rank = rank;
+    ev->code = code;
+    memcpy(ev->msg, msg ? msg : "", mlen + 1);
+    return ev;
+}
+
+void plr_event_free(plr_event_t *ev)
+{
+    if (ev) {
+        free(ev->data);
+        free(ev);
+    }
+}
+
+static bool plr_event_send(plr_event_t *ev)
+{
+    ssize_t n;
+    do {
+        n = write(plr_ev_wr, &ev, sizeof(ev));
+    } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof(ev))
+        return true;
+    plr_event_free(ev);
+    return false;
+}
+
 static void plr_event_post(plr_event_type_t type, const pmix_proc_t *proc, int code,
                            const char *msg)
 {
     if (proc == NULL || strncmp(proc->nspace, plr_nspace, PMIX_MAX_NSLEN) != 0)
         return;                           /* not one of our ranks (e.g. a tool) */
-    size_t mlen = msg ? strlen(msg) : 0;
-    plr_event_t *ev = malloc(sizeof(*ev) + mlen + 1);
-    if (ev == NULL)
-        return;
-    ev->type = type;
-    ev->rank = (int)proc->rank;
-    ev->code = code;
-    memcpy(ev->msg, msg ? msg : "", mlen + 1);
-    ssize_t n;
-    do {
-        n = write(plr_ev_wr, &ev, sizeof(ev));
-    } while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof(ev))
-        free(ev);
+    plr_event_t *ev = plr_event_new(type, (int)proc->rank, code, msg);
+    if (ev)
+        plr_event_send(ev);
 }
 
 static pmix_status_t plr_cb_connected(const pmix_proc_t *proc, void *server_object,
@@ -86,10 +108,43 @@ static void plr_release_copy(void *cbdata)
  * as soon as the library hands it to us: return its own data as the result.
  * The library may free data after we return, so the result is a copy that
  * the library releases through plr_release_copy. */
+static bool plr_multi_node;         /* a daemon of a job on several hosts */
+static uint32_t plr_job_size;
+
+/* Only fences over the whole job are numbered alike on every daemon. */
+static bool plr_fence_is_whole_job(const pmix_proc_t procs[], size_t nprocs)
+{
+    if (nprocs == 1 && procs[0].rank == PMIX_RANK_WILDCARD)
+        return strncmp(procs[0].nspace, plr_nspace, PMIX_MAX_NSLEN) == 0;
+    return nprocs == plr_job_size;
+}
+
+/* On a daemon the fence is an allgather over the daemon tree, run by the
+ * main loop (plr_daemon.c); it completes the callback later. */
+static pmix_status_t plr_fence_post(const pmix_proc_t procs[], size_t nprocs, char *data,
+                                    size_t ndata, pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+    if (!plr_fence_is_whole_job(procs, nprocs))
+        return PMIX_ERR_NOT_SUPPORTED;
+    plr_event_t *ev = plr_event_new(PLR_EV_FENCE, -1, 0, NULL);
+    if (ev == NULL || (ndata > 0 && (ev->data = malloc(ndata)) == NULL)) {
+        plr_event_free(ev);
+        return PMIX_ERR_NOMEM;
+    }
+    if (ndata > 0)
+        memcpy(ev->data, data, ndata);
+    ev->ndata = ndata;
+    ev->fn = (void *)cbfunc;
+    ev->cbdata = cbdata;
+    return plr_event_send(ev) ? PMIX_SUCCESS : PMIX_ERROR;
+}
+
 static pmix_status_t plr_cb_fence(const pmix_proc_t procs[], size_t nprocs,
                                   const pmix_info_t info[], size_t ninfo, char *data,
                                   size_t ndata, pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
+    if (plr_multi_node)
+        return plr_fence_post(procs, nprocs, data, ndata, cbfunc, cbdata);
     char *copy = NULL;
     if (ndata > 0) {
         copy = malloc(ndata);
@@ -109,7 +164,49 @@ static pmix_status_t plr_cb_fence(const pmix_proc_t procs[], size_t nprocs,
 static pmix_status_t plr_cb_dmodex(const pmix_proc_t *proc, const pmix_info_t info[],
                                    size_t ninfo, pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
-    return PMIX_ERR_NOT_FOUND;
+    if (!plr_multi_node || strncmp(proc->nspace, plr_nspace, PMIX_MAX_NSLEN) != 0 ||
+        proc->rank >= plr_job_size)
+        return PMIX_ERR_NOT_FOUND;
+    /* On a daemon: ask the daemon of that rank (plr_daemon.c). */
+    plr_event_t *ev = plr_event_new(PLR_EV_DMDX, (int)proc->rank, 0, NULL);
+    if (ev == NULL)
+        return PMIX_ERR_NOMEM;
+    ev->fn = (void *)cbfunc;
+    ev->cbdata = cbdata;
+    return plr_event_send(ev) ? PMIX_SUCCESS : PMIX_ERROR;
+}
+
+void plr_server_complete(void *fn, void *cbdata, int status, char *data, size_t ndata)
+{
+    pmix_modex_cbfunc_t cbfunc = (pmix_modex_cbfunc_t)fn;
+    if (cbfunc)
+        cbfunc(status, data, ndata, cbdata, plr_release_copy, data);
+    else
+        free(data);
+}
+
+/* The local server's answer for a remote daemon: hand a copy to the main loop. */
+static void plr_dmodex_answer(pmix_status_t status, char *data, size_t ndata, void *ctx)
+{
+    plr_event_t *ev = plr_event_new(PLR_EV_DMDX_DATA, -1, status, NULL);
+    if (ev == NULL)
+        return;
+    ev->cbdata = ctx;
+    if (ndata > 0 && (ev->data = malloc(ndata)) != NULL) {
+        memcpy(ev->data, data, ndata);
+        ev->ndata = ndata;
+    } else if (ndata > 0) {
+        ev->code = PMIX_ERR_NOMEM;
+    }
+    plr_event_send(ev);
+}
+
+int plr_server_dmodex_request(plr_job_t *job, int rank, void *ctx)
+{
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, job->nspace, (pmix_rank_t)rank);
+    pmix_status_t rc = PMIx_server_dmodex_request(&proc, plr_dmodex_answer, ctx);
+    return rc == PMIX_SUCCESS ? 0 : rc;
 }
 
 static pmix_server_module_t plr_module = {
@@ -175,15 +272,26 @@ int plr_server_init(plr_job_t *job)
      * user chose otherwise.  Ranks inherit the setting. */
     setenv("PMIX_MCA_gds", "hash", 0);
 
+    plr_multi_node = job->mode == PLR_MODE_DAEMON && job->nnodes > 1;
+    plr_job_size = (uint32_t)(job->size ? job->size : job->opts.nranks);
+
     pmix_info_t *info;
-    PMIX_INFO_CREATE(info, 4);
+    size_t ninfo = job->mode == PLR_MODE_DAEMON ? 6 : 4;
+    PMIX_INFO_CREATE(info, ninfo);
     PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, job->tmpdir, PMIX_STRING);
     PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, job->tmpdir, PMIX_STRING);
     bool no = false;
     PMIX_INFO_LOAD(&info[2], PMIX_SERVER_TOOL_SUPPORT, &no, PMIX_BOOL);
     PMIX_INFO_LOAD(&info[3], PMIX_SERVER_SYSTEM_SUPPORT, &no, PMIX_BOOL);
-    pmix_status_t rc = PMIx_server_init(&plr_module, info, 4);
-    PMIX_INFO_FREE(info, 4);
+    if (job->mode == PLR_MODE_DAEMON) {
+        /* Hosts built from network namespaces share one kernel host name:
+         * the job's own host names are the ones that tell nodes apart. */
+        uint32_t nodeid = (uint32_t)job->mynode;
+        PMIX_INFO_LOAD(&info[4], PMIX_HOSTNAME, job->hostname, PMIX_STRING);
+        PMIX_INFO_LOAD(&info[5], PMIX_NODEID, &nodeid, PMIX_UINT32);
+    }
+    pmix_status_t rc = PMIx_server_init(&plr_module, info, ninfo);
+    PMIX_INFO_FREE(info, ninfo);
     if (rc != PMIX_SUCCESS) {
         fprintf(stderr, PLR_NAME ": PMIx_server_init failed: %s\n", PMIx_Error_string(rc));
         return -1;
@@ -259,22 +367,132 @@ static int plr_load_job_info(pmix_info_t *info, plr_job_t *job)
     return 0;
 }
 
+/* ---- a daemon of a job on several hosts: the whole job's map, this node's view */
+
+/* "r,r,...;r,...": the ranks of every node, nodes in order (PMIx ppn syntax). */
+static char *plr_ppn_list(plr_job_t *job)
+{
+    size_t cap = (size_t)job->size * 12 + (size_t)job->nnodes + 1, len = 0;
+    char *s = malloc(cap);
+    if (s == NULL)
+        return NULL;
+    s[0] = '\0';
+    for (int nd = 0; nd < job->nnodes; nd++) {
+        bool first = true;
+        if (nd > 0)
+            s[len++] = ';';
+        for (int r = 0; r < job->size; r++) {
+            if (job->rank_node[r] != nd)
+                continue;
+            len += (size_t)snprintf(s + len, cap - len, first ? "%d" : ",%d", r);
+            first = false;
+        }
+        s[len] = '\0';
+    }
+    return s;
+}
+
+static char *plr_node_list(plr_job_t *job)
+{
+    size_t cap = (size_t)job->nnodes * 65 + 1, len = 0;
+    char *s = malloc(cap);
+    if (s == NULL)
+        return NULL;
+    s[0] = '\0';
+    for (int nd = 0; nd < job->nnodes; nd++)
+        len += (size_t)snprintf(s + len, cap - len, nd ? ",%s" : "%s", job->node_names[nd]);
+    return s;
+}
+
+static char *plr_local_list(plr_job_t *job)
+{
+    size_t cap = (size_t)job->opts.nranks * 12 + 1, len = 0;
+    char *s = malloc(cap);
+    if (s == NULL)
+        return NULL;
+    s[0] = '\0';
+    for (int i = 0; i < job->opts.nranks; i++)
+        len += (size_t)snprintf(s + len, cap - len, i ? ",%d" : "%d", job->ranks[i].rank);
+    return s;
+}
+
+static void plr_load_proc_data_hosts(pmix_info_t *dst, plr_job_t *job, int r)
+{
+    int idx = plr_rank_index(job, r);
+    bool bound = idx >= 0 && job->ranks[idx].cpus.bound;
+    pmix_data_array_t *arr;
+    PMIX_DATA_ARRAY_CREATE(arr, bound ? 7 : 6, PMIX_INFO);
+    pmix_info_t *pi = arr->array;
+    pmix_rank_t rank = (pmix_rank_t)r;
+    uint16_t lrank = (uint16_t)job->rank_lrank[r];
+    uint32_t nodeid = (uint32_t)job->rank_node[r], appnum = 0;
+    PMIX_INFO_LOAD(&pi[0], PMIX_RANK, &rank, PMIX_PROC_RANK);
+    PMIX_INFO_LOAD(&pi[1], PMIX_LOCAL_RANK, &lrank, PMIX_UINT16);
+    PMIX_INFO_LOAD(&pi[2], PMIX_NODE_RANK, &lrank, PMIX_UINT16);
+    PMIX_INFO_LOAD(&pi[3], PMIX_HOSTNAME, job->node_names[nodeid], PMIX_STRING);
+    PMIX_INFO_LOAD(&pi[4], PMIX_NODEID, &nodeid, PMIX_UINT32);
+    PMIX_INFO_LOAD(&pi[5], PMIX_APPNUM, &appnum, PMIX_UINT32);
+    if (bound)
+        PMIX_INFO_LOAD(&pi[6], PMIX_CPUSET, job->ranks[idx].cpus.cpus, PMIX_STRING);
+    PMIX_INFO_LOAD(dst, PMIX_PROC_DATA, arr, PMIX_DATA_ARRAY);
+    PMIX_DATA_ARRAY_FREE(arr);
+}
+
+static int plr_load_job_info_hosts(pmix_info_t *info, plr_job_t *job)
+{
+    uint32_t n = (uint32_t)job->size, one = 1, nn = (uint32_t)job->nnodes;
+    uint32_t nlocal = (uint32_t)job->opts.nranks, me = (uint32_t)job->mynode;
+    pmix_rank_t ldr = (pmix_rank_t)job->ranks[0].rank;
+    char *nodes = plr_node_list(job), *ppn = plr_ppn_list(job), *peers = plr_local_list(job);
+    char *nodemap = NULL, *procmap = NULL;
+    int rc = -1;
+    if (nodes && ppn && peers && PMIx_generate_regex(nodes, &nodemap) == PMIX_SUCCESS &&
+        PMIx_generate_ppn(ppn, &procmap) == PMIX_SUCCESS) {
+        PMIX_INFO_LOAD(&info[0], PMIX_UNIV_SIZE, &n, PMIX_UINT32);
+        PMIX_INFO_LOAD(&info[1], PMIX_JOB_SIZE, &n, PMIX_UINT32);
+        PMIX_INFO_LOAD(&info[2], PMIX_MAX_PROCS, &n, PMIX_UINT32);
+        PMIX_INFO_LOAD(&info[3], PMIX_APP_SIZE, &n, PMIX_UINT32);
+        PMIX_INFO_LOAD(&info[4], PMIX_JOBID, job->nspace, PMIX_STRING);
+        PMIX_INFO_LOAD(&info[5], PMIX_NUM_NODES, &nn, PMIX_UINT32);
+        PMIX_INFO_LOAD(&info[6], PMIX_JOB_NUM_APPS, &one, PMIX_UINT32);
+        PMIX_INFO_LOAD(&info[7], PMIX_NODE_MAP, nodemap, PMIX_REGEX);
+        PMIX_INFO_LOAD(&info[8], PMIX_PROC_MAP, procmap, PMIX_REGEX);
+        PMIX_INFO_LOAD(&info[9], PMIX_LOCAL_SIZE, &nlocal, PMIX_UINT32);
+        PMIX_INFO_LOAD(&info[10], PMIX_LOCAL_PEERS, peers, PMIX_STRING);
+        PMIX_INFO_LOAD(&info[11], PMIX_LOCALLDR, &ldr, PMIX_PROC_RANK);
+        PMIX_INFO_LOAD(&info[12], PMIX_NODEID, &me, PMIX_UINT32);
+        rc = 0;
+    }
+    free(nodes);
+    free(ppn);
+    free(peers);
+    free(nodemap);
+    free(procmap);
+    return rc;
+}
+
 int plr_server_register_job(plr_job_t *job)
 {
-    int n = job->opts.nranks;
+    bool hosts = job->mode == PLR_MODE_DAEMON;
+    int n = hosts ? job->size : job->opts.nranks;
     size_t ninfo = PLR_NJOBINFO + (size_t)n;
     pmix_info_t *info;
     PMIX_INFO_CREATE(info, ninfo);
-    if (plr_load_job_info(info, job) != 0) {
+    if ((hosts ? plr_load_job_info_hosts(info, job) : plr_load_job_info(info, job)) != 0) {
         fprintf(stderr, PLR_NAME ": cannot build the PMIx node/proc maps\n");
         PMIX_INFO_FREE(info, ninfo);
         return -1;
     }
-    for (int r = 0; r < n; r++)
-        plr_load_proc_data(&info[PLR_NJOBINFO + r], job, r);
+    for (int r = 0; r < n; r++) {
+        if (hosts)
+            plr_load_proc_data_hosts(&info[PLR_NJOBINFO + r], job, r);
+        else
+            plr_load_proc_data(&info[PLR_NJOBINFO + r], job, r);
+    }
 
     plr_wait_t w = PLR_WAIT_INIT;
-    pmix_status_t rc = PMIx_server_register_nspace(job->nspace, n, info, ninfo, plr_wait_cb, &w);
+    pmix_status_t rc = PMIx_server_register_nspace(job->nspace, job->opts.nranks, info, ninfo,
+                                                   plr_wait_cb, &w);
     rc = plr_wait_for(&w, rc);
     PMIX_INFO_FREE(info, ninfo);
     if (rc != PMIX_SUCCESS) {
@@ -287,13 +505,14 @@ int plr_server_register_job(plr_job_t *job)
 
 /* Registers the rank as an expected client and adds to env what it needs
  * to connect back (PMIX_NAMESPACE, PMIX_RANK, server URI, ...). */
-int plr_server_setup_rank(plr_job_t *job, int rank, char ***env)
+int plr_server_setup_rank(plr_job_t *job, int idx, char ***env)
 {
+    int rank = job->ranks[idx].rank;
     pmix_proc_t proc;
     PMIX_LOAD_PROCID(&proc, job->nspace, (pmix_rank_t)rank);
     plr_wait_t w = PLR_WAIT_INIT;
     pmix_status_t rc = PMIx_server_register_client(&proc, geteuid(), getegid(),
-                                                   &job->ranks[rank], plr_wait_cb, &w);
+                                                   &job->ranks[idx], plr_wait_cb, &w);
     rc = plr_wait_for(&w, rc);
     if (rc == PMIX_SUCCESS)
         rc = PMIx_server_setup_fork(&proc, env);
@@ -329,7 +548,7 @@ void plr_server_fini(plr_job_t *job)
     int fl = fcntl(job->ev_rd, F_GETFL);
     fcntl(job->ev_rd, F_SETFL, fl | O_NONBLOCK);
     while (read(job->ev_rd, &ev, sizeof(ev)) == (ssize_t)sizeof(ev))
-        free(ev);
+        plr_event_free(ev);
     close(job->ev_rd);
     close(plr_ev_wr);
     plr_ev_wr = -1;

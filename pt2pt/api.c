@@ -50,7 +50,12 @@ static int ppt_routes(ppt_state_t *s)
             s->tl_of[r] = r == j->rank ? NULL : &s->tcp;
         s->tls[s->ntl++] = &s->tcp;
     }
-    if (s->cfg.transport != PRT_TRANSPORT_TCP)
+    if (s->udp.ops) {
+        for (int r = 0; r < j->size; r++)
+            s->tl_of[r] = r == j->rank ? NULL : &s->udp;
+        s->tls[s->ntl++] = &s->udp;
+    }
+    if (s->cfg.transport != PRT_TRANSPORT_TCP && s->cfg.transport != PRT_TRANSPORT_UDP)
         for (int i = 0; i < j->local_size; i++)
             if (j->local_peers[i] != j->rank)
                 s->tl_of[j->local_peers[i]] = &s->shm;
@@ -70,10 +75,17 @@ static int ppt_world(ppt_state_t *s)
     return PLAIT_OK;
 }
 
-/* TCP carries ranks of other hosts, or every pair when forced. */
+/* TCP carries every pair when forced (PLAIT_TRANSPORT=tcp). */
 static int ppt_needs_tcp(const ppt_state_t *s)
 {
-    if (s->cfg.transport == PRT_TRANSPORT_TCP)
+    return s->cfg.transport == PRT_TRANSPORT_TCP && s->job.size > 1;
+}
+
+/* The multipath UDP transport carries ranks of other hosts, or every pair
+ * when forced (PLAIT_TRANSPORT=udp; loopback inside a host). */
+static int ppt_needs_udp(const ppt_state_t *s)
+{
+    if (s->cfg.transport == PRT_TRANSPORT_UDP)
         return s->job.size > 1;
     return s->cfg.transport == PRT_TRANSPORT_AUTO && s->job.local_size < s->job.size;
 }
@@ -89,9 +101,13 @@ static int ppt_setup(ppt_state_t *s)
     PRT_CHECK(ptl_shm_setup(&s->shm, &s->job, &s->cfg));
     if (ppt_needs_tcp(s))
         PRT_CHECK(ptl_tcp_setup(&s->tcp, &s->job, &s->cfg));
+    if (ppt_needs_udp(s))
+        PRT_CHECK(ptl_udp_setup(&s->udp, &s->job, &s->cfg, &s->shm));
     PRT_CHECK(prt_boot_commit_fence(&s->job));
     PRT_CHECK(prt_boot_read_key(&s->job));
     PRT_CHECK(ptl_shm_connect(&s->shm, &s->job));
+    if (s->udp.ops)
+        PRT_CHECK(ptl_udp_connect(&s->udp));
     PRT_CHECK(prt_boot_fence(&s->job));
     PRT_CHECK(ptl_shm_verify(&s->shm));
     ptl_shm_unlink(&s->shm);
@@ -112,6 +128,8 @@ static void ppt_teardown(ppt_state_t *s)
         }
     if (s->tcp.ops)
         s->tcp.ops->fini(&s->tcp);
+    if (s->udp.ops)
+        s->udp.ops->fini(&s->udp);   /* stops its engines before the shm wake word goes */
     if (s->shm.ops)
         s->shm.ops->fini(&s->shm);
     prt_map_fini(&s->mqs);
@@ -152,6 +170,8 @@ int ppt_fini(void)
 {
     ppt_state_t *s = ppt_inst;
     int rc;
+    if (s->cfg.stats && s->udp.ops)
+        ptl_udp_stats_print(&s->udp, stderr);
     atomic_store(&ppt_phase, PPT_PHASE_FINALIZED);
     ppt_teardown(s);
     rc = prt_boot_finalize(&s->job);
@@ -162,6 +182,22 @@ int ppt_fini(void)
 }
 
 /* ------------------------------------------------------------- public API */
+
+int plait_stats_print(FILE *f)
+{
+    ppt_state_t *s;
+    int rc = PLAIT_OK;
+    if (!(s = ppt_enter(&rc, "plait_stats_print")))
+        return rc;
+    if (!f)
+        return prt_err(PLAIT_ERR_ARG, "plait_stats_print: f is NULL");
+    if (s->udp.ops)
+        ptl_udp_stats_print(&s->udp, f);
+    else
+        fprintf(f, "plait stats, rank %d: no multipath (udp) connections in this job\n", s->job.rank);
+    fflush(f);
+    return PLAIT_OK;
+}
 
 size_t plait_dtype_size(plait_dtype_t dt)
 {

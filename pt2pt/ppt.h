@@ -73,6 +73,9 @@ struct plait_request {
     /* collectives: progressed by ppt_progress_locked until done */
     int            (*progress)(struct plait_request *req);
     void           (*destroy)(struct plait_request *req);
+    /* PLAIT_ERR_PEER if a rank it still waits for has died (a member that
+     * finished its part and exited is no failure); NULL: check every member */
+    int            (*check_peers)(struct plait_request *req);
     void            *coll;
     const char      *what;          /* for timeout messages: "plait_barrier" ... */
 };
@@ -133,7 +136,8 @@ typedef struct ppt_state {
     prt_config_t    cfg;
     prt_job_t       job;
     ptl_tl_t        shm;             /* also owns the process's wake-up word */
-    ptl_tl_t        tcp;             /* ranks on other hosts (or all: PLAIT_TRANSPORT=tcp) */
+    ptl_tl_t        tcp;             /* every pair when PLAIT_TRANSPORT=tcp */
+    ptl_tl_t        udp;             /* ranks on other hosts (or all: PLAIT_TRANSPORT=udp) */
     ptl_tl_t       *tls[4];          /* every transport instance, for progress */
     int             ntl;
     ptl_tl_t      **tl_of;           /* by world rank: its transport; NULL for oneself
@@ -178,6 +182,11 @@ void ppt_req_unregister(ppt_state_t *s, plait_request_t req);
 /* Waits (releasing the lock while backing off) until req is done or timeout. */
 int  ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn);
 int  ppt_progress_locked(ppt_state_t *s);
+/* PLAIT_OK, or PLAIT_ERR_PEER (with message) when world rank `world` has died. */
+int  ppt_peer_alive(ppt_state_t *s, int world);
+/* Before teardown: pushes every queued frame and every transport's unsent
+ * bytes out, so peers still get what this process sent last. */
+int  ppt_quiesce_locked(ppt_state_t *s, double timeout_s);
 
 /* match.c */
 void ppt_mq_post(ppt_mq_t *mq, plait_request_t req);

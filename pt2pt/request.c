@@ -109,20 +109,42 @@ static void wait_describe(plait_request_t r, char *out, size_t len)
                  r->comm ? r->comm->size : 0, r->what ? r->what : "a collective");
 }
 
-static int peer_alive(ppt_state_t *s, int world)
+int ppt_peer_alive(ppt_state_t *s, int world)
 {
     ptl_tl_t *tl = s->tl_of ? s->tl_of[world] : NULL;
     return tl ? tl->ops->peer_alive(tl, world) : PLAIT_OK;
 }
 
-/* PLAIT_ERR_PEER if a rank the request depends on has died. */
+/* PLAIT_ERR_PEER if a rank the request depends on has died. A wildcard
+ * receive depends on every member. */
 static int wait_check_peers(ppt_state_t *s, plait_request_t r)
 {
+    if (r->check_peers)
+        return r->check_peers(r);
     if (r->world >= 0)
-        return peer_alive(s, r->world);
+        return ppt_peer_alive(s, r->world);
     for (int i = 0; r->comm && i < r->comm->size; i++)
-        PRT_CHECK(peer_alive(s, r->comm->world_of[i]));
+        PRT_CHECK(ppt_peer_alive(s, r->comm->world_of[i]));
     return PLAIT_OK;
+}
+
+int ppt_quiesce_locked(ppt_state_t *s, double timeout_s)
+{
+    prt_backoff_t b;
+    prt_backoff_start(&b, timeout_s);
+    for (;;) {
+        int busy = 0;
+        ppt_progress_locked(s);
+        for (int i = 0; i < s->ntl; i++)
+            if (s->tls[i]->ops->flush)
+                busy |= s->tls[i]->ops->flush(s->tls[i]);
+        if (!busy && s->ntxq == 0)
+            return PLAIT_OK;
+        if (prt_backoff_expired(&b, prt_now_ns()))
+            return prt_err(PLAIT_ERR_TIMEOUT, "plait_finalize: could not deliver the last frames "
+                           "within %.0f s", timeout_s);
+        sched_yield();
+    }
 }
 
 static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
@@ -147,9 +169,10 @@ static void wait_backoff(ppt_state_t *s, const prt_backoff_t *b, uint64_t now,
         sched_yield();
         break;
     default:
-        /* TCP data does not bump the futex: poll its sockets every millisecond */
+        /* TCP data does not bump the futex: poll its sockets every millisecond;
+         * UDP engines do bump it, the bound only covers a wake racing the sleep */
         if (s->shm.ops)
-            ptl_shm_sleep(&s->shm, s->tcp.ops ? 1000 : PPT_SLEEP_US, &req->done);
+            ptl_shm_sleep(&s->shm, s->tcp.ops || s->udp.ops ? 1000 : PPT_SLEEP_US, &req->done);
         break;
     }
 }

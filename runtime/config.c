@@ -22,12 +22,46 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "seconds any blocking wait may last before failing with PLAIT_ERR_TIMEOUT (0 = forever)", CFG_AT(timeout_s)},
     {"PLAIT_LOG_LEVEL", PRT_CFG_ENUM, "warn", "none|error|warn|info|debug|trace",
      "how much the library writes to stderr", CFG_AT(log_level)},
-    {"PLAIT_TRANSPORT", PRT_CFG_ENUM, "auto", "auto|shm|tcp",
-     "transport between ranks: auto = shared memory inside a host, tcp between hosts; "
-     "tcp = tcp for every pair (loopback inside a host)", CFG_AT(transport)},
+    {"PLAIT_TRANSPORT", PRT_CFG_ENUM, "auto", "auto|shm|tcp|udp",
+     "transport between ranks: auto = shared memory inside a host, udp (multipath) between hosts; "
+     "tcp or udp = that transport for every pair (loopback inside a host)", CFG_AT(transport)},
     {"PLAIT_TCP_IF", PRT_CFG_STRING, "", NULL,
      "network interface for the tcp transport (empty: every IPv4 interface that is up)",
      CFG_AT(tcp_if)},
+    {"PLAIT_UDP_IF", PRT_CFG_STRING, "", NULL,
+     "network interface for the udp transport (empty: every IPv4 interface that is up)",
+     CFG_AT(udp_if)},
+    {"PLAIT_UDP_PATHS", PRT_CFG_INT, "32", NULL,
+     "paths per pair of ranks for the udp transport (UDP port pairs that ECMP hashes apart; 1..256)",
+     CFG_AT(udp_paths)},
+    {"PLAIT_ENGINES", PRT_CFG_INT, "1", NULL,
+     "engine threads of the udp transport (TX, RX, pacing, timers; 1..16)", CFG_AT(engines)},
+    {"PLAIT_CHUNK_SIZE", PRT_CFG_SIZE, "32K", NULL,
+     "bytes per chunk, the unit of congestion-control and path decisions (udp transport)",
+     CFG_AT(chunk_size)},
+    {"PLAIT_CC", PRT_CFG_ENUM, "cubic", "cubic|swift|dgpool|eqds",
+     "congestion control of the udp transport (dgpool: delay gradient with a token pool; "
+     "eqds: receiver credits)", CFG_AT(cc)},
+    {"PLAIT_LB", PRT_CFG_ENUM, "p2c", "p2c|spray|ackclock",
+     "path choice per chunk of the udp transport (p2c: power of two choices on path RTT)",
+     CFG_AT(lb)},
+    {"PLAIT_UDP_DUPACK", PRT_CFG_INT, "128", NULL,
+     "later packets SACKed before a packet counts as lost (large: spraying reorders)",
+     CFG_AT(udp_dupthresh)},
+    {"PLAIT_UDP_SMALL", PRT_CFG_SIZE, "8K", NULL,
+     "messages below this size stay on one path (latency) instead of being sprayed",
+     CFG_AT(udp_small)},
+    {"PLAIT_UDP_RTO_MIN_US", PRT_CFG_INT, "500", NULL,
+     "floor of the udp retransmission timeout, microseconds (the RTO is srtt + 4 rttvar, backed off)",
+     CFG_AT(udp_rto_min_us)},
+    {"PLAIT_UDP_GIVE_UP", PRT_CFG_DOUBLE, "30", NULL,
+     "seconds a udp packet may stay unacknowledged before the peer is declared unreachable",
+     CFG_AT(udp_give_up_s)},
+    {"PLAIT_UDP_MTU", PRT_CFG_SIZE, "0", NULL,
+     "udp datagram size limit in bytes (0: the interface MTU; 65535 inside a host)", CFG_AT(udp_mtu)},
+    {"PLAIT_STATS", PRT_CFG_BOOL, "0", NULL,
+     "print per-connection and per-path transport counters to stderr at plait_finalize",
+     CFG_AT(stats)},
     {"PLAIT_SHM_EAGER_LIMIT", PRT_CFG_SIZE, "16K", NULL,
      "largest message sent eagerly through the shared-memory ring (larger: rendezvous)", CFG_AT(shm_eager_limit)},
     {"PLAIT_SHM_RING_SLOTS", PRT_CFG_SIZE, "64", NULL,
@@ -40,6 +74,21 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "microseconds a blocked call polls with sched_yield before sleeping on a wake-up", CFG_AT(yield_us)},
     {"PLAIT_SINGLETON", PRT_CFG_BOOL, "1", NULL,
      "run as a job of size 1 when no PMIx server is reachable (0: fail plait_init instead)", CFG_AT(singleton_ok)},
+    /* collectives: the choices' order is coll/pcoll.h's algorithm ids */
+    {"PLAIT_ALLREDUCE_ALGO", PRT_CFG_ENUM, "auto", "auto|recursive_doubling|ring|rabenseifner",
+     "allreduce algorithm (auto: by message and communicator size, see plait_info)", CFG_AT(allreduce_algo)},
+    {"PLAIT_ALLGATHER_ALGO", PRT_CFG_ENUM, "auto", "auto|ring|recursive_doubling|bruck",
+     "allgather algorithm (auto: by message and communicator size)", CFG_AT(allgather_algo)},
+    {"PLAIT_REDUCE_SCATTER_ALGO", PRT_CFG_ENUM, "auto", "auto|ring|recursive_halving",
+     "reduce_scatter algorithm (auto: by message and communicator size)", CFG_AT(reduce_scatter_algo)},
+    {"PLAIT_BCAST_ALGO", PRT_CFG_ENUM, "auto", "auto|binomial|scatter_allgather|chain",
+     "bcast algorithm (auto: by message and communicator size)", CFG_AT(bcast_algo)},
+    {"PLAIT_REDUCE_ALGO", PRT_CFG_ENUM, "auto", "auto|binomial|rabenseifner",
+     "reduce algorithm (auto: by message and communicator size)", CFG_AT(reduce_algo)},
+    {"PLAIT_ALLTOALL_ALGO", PRT_CFG_ENUM, "auto", "auto|pairwise|bruck|scattered",
+     "alltoall algorithm; alltoallv follows it (bruck: pairwise there)", CFG_AT(alltoall_algo)},
+    {"PLAIT_REDUCE_ISA", PRT_CFG_ENUM, "auto", "auto|scalar|avx2|avx512",
+     "reduction kernels (auto: the widest this CPU has; all give bitwise-equal results)", CFG_AT(reduce_isa)},
 };
 
 #define PRT_CFG_COUNT (sizeof prt_cfg_entries / sizeof prt_cfg_entries[0])
@@ -148,6 +197,24 @@ static int cfg_check_limits(const prt_config_t *c)
     if (c->shm_eager_limit < 64 || c->shm_eager_limit > (1u << 20))
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_SHM_EAGER_LIMIT=%zu is invalid: expected 64 .. 1M "
                        "bytes", c->shm_eager_limit);
+    if (c->udp_paths < 1 || c->udp_paths > 256)
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_PATHS=%ld is invalid: expected 1..256",
+                       c->udp_paths);
+    if (c->engines < 1 || c->engines > 16)
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_ENGINES=%ld is invalid: expected 1..16",
+                       c->engines);
+    if (c->chunk_size < 1024 || c->chunk_size > (1u << 20))
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_CHUNK_SIZE=%zu is invalid: expected 1K .. 1M",
+                       c->chunk_size);
+    if (c->udp_dupthresh < 1 || c->udp_dupthresh > 1000)
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_DUPACK=%ld is invalid: expected 1..1000",
+                       c->udp_dupthresh);
+    if (c->udp_rto_min_us < 10)
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_RTO_MIN_US=%ld is invalid: expected >= 10",
+                       c->udp_rto_min_us);
+    if (c->udp_mtu && (c->udp_mtu < 576 || c->udp_mtu > 65535))
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_MTU=%zu is invalid: expected 0 or "
+                       "576..65535", c->udp_mtu);
     return PLAIT_OK;
 }
 

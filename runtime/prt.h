@@ -65,7 +65,7 @@ typedef struct {
 const prt_cfg_entry_t *prt_cfg_table(size_t *n);
 const char *prt_cfg_type_name(prt_cfg_type_t t);
 
-enum { PRT_TRANSPORT_AUTO = 0, PRT_TRANSPORT_SHM = 1, PRT_TRANSPORT_TCP = 2 };
+enum { PRT_TRANSPORT_AUTO = 0, PRT_TRANSPORT_SHM = 1, PRT_TRANSPORT_TCP = 2, PRT_TRANSPORT_UDP = 3 };
 
 /* Parsed values of every setting, filled by prt_cfg_load(). */
 typedef struct {
@@ -79,6 +79,28 @@ typedef struct {
     int      singleton_ok;     /* PLAIT_SINGLETON: allow size-1 job without PMIx */
     int      transport;        /* PLAIT_TRANSPORT: PRT_TRANSPORT_* */
     char     tcp_if[32];       /* PLAIT_TCP_IF */
+    /* the multipath transport over UDP (transport/udp, transport/proto) */
+    char     udp_if[32];       /* PLAIT_UDP_IF */
+    long     udp_paths;        /* PLAIT_UDP_PATHS */
+    long     engines;          /* PLAIT_ENGINES */
+    size_t   chunk_size;       /* PLAIT_CHUNK_SIZE */
+    int      cc;               /* PLAIT_CC: index into cubic|swift|dgpool|eqds */
+    int      lb;               /* PLAIT_LB: index into p2c|spray|ackclock */
+    long     udp_dupthresh;    /* PLAIT_UDP_DUPACK */
+    size_t   udp_small;        /* PLAIT_UDP_SMALL */
+    long     udp_rto_min_us;   /* PLAIT_UDP_RTO_MIN_US */
+    double   udp_give_up_s;    /* PLAIT_UDP_GIVE_UP */
+    size_t   udp_mtu;          /* PLAIT_UDP_MTU, 0 = from the interface */
+    int      stats;            /* PLAIT_STATS: print transport counters at finalize */
+    /* collectives: forced algorithm per collective (0 = auto; the choices'
+     * order is coll/pcoll.h's PCOLL_* algorithm ids) and reduction kernels */
+    int      allreduce_algo;      /* PLAIT_ALLREDUCE_ALGO */
+    int      allgather_algo;      /* PLAIT_ALLGATHER_ALGO */
+    int      reduce_scatter_algo; /* PLAIT_REDUCE_SCATTER_ALGO */
+    int      bcast_algo;          /* PLAIT_BCAST_ALGO */
+    int      reduce_algo;         /* PLAIT_REDUCE_ALGO */
+    int      alltoall_algo;       /* PLAIT_ALLTOALL_ALGO */
+    int      reduce_isa;          /* PLAIT_REDUCE_ISA: 0 auto, 1 scalar, 2 avx2, 3 avx512 */
 } prt_config_t;
 
 int prt_cfg_load(prt_config_t *cfg);

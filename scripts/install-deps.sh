@@ -4,7 +4,7 @@
 set -u
 PACKAGES="autoconf automake libtool pkg-config libpmix-dev libpmix-bin libhwloc-dev hwloc
           libibverbs-dev openmpi-bin libopenmpi-dev slurm-wlm slurmd slurmctld munge nftables
-          iptables ethtool iproute2 psmisc procps"
+          iptables ethtool iproute2 psmisc procps clang"
 
 missing=""
 for p in $PACKAGES; do

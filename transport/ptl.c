@@ -3,9 +3,10 @@
 
 #include "transport/shm/shm.h"
 #include "transport/tcp/tcp.h"
+#include "transport/udp/udp.h"
 
 static const ptl_component_t *const ptl_all[] = {&ptl_self_component, &ptl_shm_component,
-                                                  &ptl_tcp_component};
+                                                  &ptl_tcp_component, &ptl_udp_component};
 
 const ptl_component_t *const *ptl_components(size_t *n)
 {

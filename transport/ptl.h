@@ -49,6 +49,9 @@ struct ptl_ops {
     int  (*progress)(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx);
     /* Checks that peer is alive: PLAIT_OK or PLAIT_ERR_PEER (with message). */
     int  (*peer_alive)(ptl_tl_t *tl, int peer);
+    /* Pushes out bytes accepted by send() but not yet handed to the kernel or
+     * the peer; returns 1 while some remain. NULL: send() never keeps any. */
+    int  (*flush)(ptl_tl_t *tl);
     void (*fini)(ptl_tl_t *tl);
 };
 
@@ -84,5 +87,17 @@ void ptl_shm_wake_self(ptl_tl_t *tl);
 
 /* Listens and publishes this rank's addresses via PMIx; call before the fence. */
 int  ptl_tcp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg);
+
+/* -------------------------------------------------------------------- udp */
+
+/* Opens the path sockets and publishes this rank's card via PMIx; call
+ * before the fence. waker: the shm instance whose wake-up word the engine
+ * threads bump when a message is ready or send space freed up. */
+int  ptl_udp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg, ptl_tl_t *waker);
+/* After the fence: reads every peer's card, makes the connections, starts
+ * the engine threads. */
+int  ptl_udp_connect(ptl_tl_t *tl);
+/* Per-connection and per-path counters (PLAIT_STATS=1, plait_stats_print). */
+void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f);
 
 #endif

@@ -431,6 +431,18 @@ static int tcp_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
     return n;
 }
 
+static int tcp_flush(ptl_tl_t *tl)
+{
+    tcp_t *t = tcp_of(tl);
+    for (int r = 0; t->npend && r < t->job->size; r++)
+        if (t->out[r].pend && !t->out[r].dead && tcp_flush_out(t, r) < 0)
+            prt_log(PRT_LOG_WARN, "%s", prt_err_text());
+    for (int r = 0; r < t->job->size; r++)
+        if (t->out[r].pend && !t->out[r].dead)
+            return 1;
+    return 0;
+}
+
 static int tcp_peer_alive(ptl_tl_t *tl, int peer)
 {
     tcp_t *t = tcp_of(tl);
@@ -469,6 +481,7 @@ const ptl_ops_t ptl_tcp_ops = {
     .get = NULL,
     .progress = tcp_progress,
     .peer_alive = tcp_peer_alive,
+    .flush = tcp_flush,
     .fini = tcp_fini,
 };
 

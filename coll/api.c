@@ -1,0 +1,339 @@
+/*
+ * api.c -- the public collective calls (barrier aside): argument checks, the
+ * algorithm choice, and the blocking / non-blocking entry points, which share
+ * one path: check, build the chosen schedule, start it; a blocking call then
+ * waits for it. A call whose arguments fail the checks starts nothing.
+ */
+#include "config.h"
+
+#include <stdint.h>
+
+#include "coll/pcoll.h"
+
+static const char *dtype_name(plait_dtype_t dt)
+{
+    static const char *const names[] = {"PLAIT_BYTE", "PLAIT_INT8", "PLAIT_UINT8", "PLAIT_INT32",
+                                        "PLAIT_UINT32", "PLAIT_INT64", "PLAIT_UINT64",
+                                        "PLAIT_FLOAT16", "PLAIT_BFLOAT16", "PLAIT_FLOAT32",
+                                        "PLAIT_FLOAT64"};
+    return (unsigned)dt < sizeof names / sizeof names[0] ? names[dt] : "?";
+}
+
+static const char *op_name(plait_op_t op)
+{
+    static const char *const names[] = {"PLAIT_SUM", "PLAIT_PROD", "PLAIT_MIN", "PLAIT_MAX",
+                                        "PLAIT_AVG"};
+    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
+static int is_rooted(int coll)
+{
+    return coll == PCOLL_BCAST || coll == PCOLL_REDUCE_C || coll == PCOLL_GATHER ||
+           coll == PCOLL_SCATTER;
+}
+
+static int is_reduction(int coll)
+{
+    return coll == PCOLL_REDUCE_C || coll == PCOLL_ALLREDUCE || coll == PCOLL_REDUCE_SCATTER;
+}
+
+/* Blocks of count elements each collective lays out in a buffer. */
+static int nblocks(int coll, int n)
+{
+    switch (coll) {
+    case PCOLL_ALLGATHER: case PCOLL_REDUCE_SCATTER: case PCOLL_ALLTOALL:
+    case PCOLL_GATHER: case PCOLL_SCATTER:
+        return n;
+    default:
+        return 1;
+    }
+}
+
+/* Which buffers this rank must pass (count > 0). */
+static void bufs_needed(const pcoll_args_t *a, int rank, int *need_s, int *need_r)
+{
+    int at_root = rank == a->root;
+    *need_s = a->coll != PCOLL_BCAST && (a->coll != PCOLL_SCATTER || at_root);
+    *need_r = (a->coll != PCOLL_REDUCE_C && a->coll != PCOLL_GATHER) || at_root;
+}
+
+static int check_alltoallv(const char *fn, const pcoll_args_t *a, int n, int r)
+{
+    int any_s = 0, any_r = 0;
+    if (!a->scounts || !a->sdispls || !a->rcounts || !a->rdispls)
+        return prt_err(PLAIT_ERR_ARG, "%s: %s is NULL", fn,
+                       !a->scounts ? "sendcounts" : !a->sdispls ? "sdispls"
+                       : !a->rcounts ? "recvcounts" : "rdispls");
+    for (int i = 0; i < n; i++) {
+        size_t lim = SIZE_MAX / a->es;
+        if (a->scounts[i] > lim || a->sdispls[i] > lim - a->scounts[i])
+            return prt_err(PLAIT_ERR_ARG, "%s: sdispls[%d] + sendcounts[%d] overflows the byte "
+                           "size", fn, i, i);
+        if (a->rcounts[i] > lim || a->rdispls[i] > lim - a->rcounts[i])
+            return prt_err(PLAIT_ERR_ARG, "%s: rdispls[%d] + recvcounts[%d] overflows the byte "
+                           "size", fn, i, i);
+        any_s |= a->scounts[i] != 0;
+        any_r |= a->rcounts[i] != 0;
+    }
+    if (a->scounts[r] != a->rcounts[r])
+        return prt_err(PLAIT_ERR_ARG, "%s: sendcounts[%d] = %zu but recvcounts[%d] = %zu (this "
+                       "rank's block to itself)", fn, r, a->scounts[r], r, a->rcounts[r]);
+    if ((any_s && !a->sbuf) || (any_r && !a->rbuf))
+        return prt_err(PLAIT_ERR_ARG, "%s: %s is NULL with non-zero counts", fn,
+                       any_s && !a->sbuf ? "sendbuf" : "recvbuf");
+    return PLAIT_OK;
+}
+
+static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
+{
+    const char *why;
+    int n, need_s, need_r;
+    PRT_CHECK(ppt_comm_check(comm, fn));
+    n = comm->size;
+    if ((a->es = plait_dtype_size(a->dt)) == 0)
+        return prt_err(PLAIT_ERR_ARG, "%s: dt %d is not a plait_dtype_t", fn, (int)a->dt);
+    if (is_reduction(a->coll) && !pcoll_op_valid(a->dt, a->op, &why))
+        return prt_err(PLAIT_ERR_ARG, "%s: op %s (%d) with dt %s: %s", fn, op_name(a->op),
+                       (int)a->op, dtype_name(a->dt), why);
+    if (is_rooted(a->coll) && (a->root < 0 || a->root >= n))
+        return prt_err(PLAIT_ERR_ARG, "%s: root %d is out of range for a communicator of %d "
+                       "ranks", fn, a->root, n);
+    if (a->coll == PCOLL_ALLTOALLV)
+        return check_alltoallv(fn, a, n, comm->rank);
+    if (a->count > SIZE_MAX / a->es / (size_t)nblocks(a->coll, n))
+        return prt_err(PLAIT_ERR_ARG, "%s: count %zu overflows the byte size", fn, a->count);
+    bufs_needed(a, comm->rank, &need_s, &need_r);
+    if (a->count && need_s && !a->sbuf)
+        return prt_err(PLAIT_ERR_ARG, "%s: sendbuf is NULL with count %zu", fn, a->count);
+    if (a->count && need_r && !a->rbuf)
+        return prt_err(PLAIT_ERR_ARG, "%s: %s is NULL with count %zu", fn,
+                       a->coll == PCOLL_BCAST ? "buf" : "recvbuf", a->count);
+    return PLAIT_OK;
+}
+
+static int coll_build(pcoll_sched_t *sc, const pcoll_args_t *a, int algo)
+{
+    switch (a->coll) {
+    case PCOLL_ALLREDUCE:
+        return algo == PCOLL_AR_RING ? pcoll_allreduce_ring(sc, a)
+             : algo == PCOLL_AR_RABENSEIFNER ? pcoll_allreduce_rabenseifner(sc, a)
+             : pcoll_allreduce_rd(sc, a);
+    case PCOLL_ALLGATHER:
+        return algo == PCOLL_AG_RD ? pcoll_allgather_rd(sc, a)
+             : algo == PCOLL_AG_BRUCK ? pcoll_allgather_bruck(sc, a)
+             : pcoll_allgather_ring(sc, a);
+    case PCOLL_REDUCE_SCATTER:
+        return algo == PCOLL_RS_HALVING ? pcoll_reduce_scatter_halving(sc, a)
+             : pcoll_reduce_scatter_ring(sc, a);
+    case PCOLL_BCAST:
+        return algo == PCOLL_BC_SCATTER_ALLGATHER ? pcoll_bcast_scatter_allgather(sc, a)
+             : algo == PCOLL_BC_CHAIN ? pcoll_bcast_chain(sc, a)
+             : pcoll_bcast_binomial(sc, a);
+    case PCOLL_REDUCE_C:
+        return algo == PCOLL_RE_RABENSEIFNER ? pcoll_reduce_rabenseifner(sc, a)
+             : pcoll_reduce_binomial(sc, a);
+    case PCOLL_ALLTOALL:
+        return algo == PCOLL_AA_BRUCK ? pcoll_alltoall_bruck(sc, a)
+             : algo == PCOLL_AA_SCATTERED ? pcoll_alltoall_scattered(sc, a)
+             : pcoll_alltoall_pairwise(sc, a);
+    case PCOLL_ALLTOALLV:
+        return algo == PCOLL_AA_PAIRWISE ? pcoll_alltoallv_pairwise(sc, a)
+             : pcoll_alltoallv_scattered(sc, a);
+    case PCOLL_GATHER:
+        return pcoll_gather_binomial(sc, a);
+    case PCOLL_SCATTER:
+        return pcoll_scatter_binomial(sc, a);
+    default:
+        return PLAIT_ERR_INTERNAL;
+    }
+}
+
+/* One path for every collective: req NULL = blocking. */
+static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_request_t *req)
+{
+    ppt_state_t *s;
+    pcoll_sched_t *sc;
+    int rc;
+    if (!(s = ppt_enter(&rc, fn)))
+        return rc;
+    PRT_CHECK(coll_check(fn, comm, a));
+    pthread_mutex_lock(&s->lock);
+    rc = pcoll_sched_new(s, comm, 8, 16, &sc);
+    if (rc == PLAIT_OK) {
+        pcoll_sched_set_reduce(sc, a->dt, a->op);
+        rc = coll_build(sc, a, pcoll_select(s, comm, a));
+        if (rc != PLAIT_OK) {
+            comm->coll_seq++;       /* the other ranks' numbering goes on */
+            pcoll_sched_free(sc);
+            rc = prt_err(rc, "%s: no memory for its schedule", fn);
+        } else {
+            plait_request_t r = NULL;
+            rc = pcoll_sched_start_locked(sc, fn, &r);
+            if (rc == PLAIT_OK && req)
+                *req = r;
+            else if (rc == PLAIT_OK)
+                rc = pcoll_wait_free_locked(s, r, fn);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static int coll_nb(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_request_t *req)
+{
+    if (!req)
+        return prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn);
+    *req = NULL;
+    return coll_run(fn, comm, a, req);
+}
+
+/* ------------------------------------------------------------- public API */
+
+#define ARGS(...) (pcoll_args_t){__VA_ARGS__}
+
+int plait_bcast(void *buf, size_t count, plait_dtype_t dt, int root, plait_comm_t comm)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_BCAST, .sbuf = buf, .rbuf = buf, .count = count, .dt = dt,
+                          .root = root);
+    return coll_run("plait_bcast", comm, &a, NULL);
+}
+
+int plait_ibcast(void *buf, size_t count, plait_dtype_t dt, int root, plait_comm_t comm,
+                 plait_request_t *req)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_BCAST, .sbuf = buf, .rbuf = buf, .count = count, .dt = dt,
+                          .root = root);
+    return coll_nb("plait_ibcast", comm, &a, req);
+}
+
+int plait_reduce(const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                 plait_op_t op, int root, plait_comm_t comm)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_REDUCE_C, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = count, .dt = dt, .op = op, .root = root);
+    return coll_run("plait_reduce", comm, &a, NULL);
+}
+
+int plait_ireduce(const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                  plait_op_t op, int root, plait_comm_t comm, plait_request_t *req)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_REDUCE_C, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = count, .dt = dt, .op = op, .root = root);
+    return coll_nb("plait_ireduce", comm, &a, req);
+}
+
+int plait_allreduce(const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                    plait_op_t op, plait_comm_t comm)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_ALLREDUCE, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = count, .dt = dt, .op = op);
+    return coll_run("plait_allreduce", comm, &a, NULL);
+}
+
+int plait_iallreduce(const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                     plait_op_t op, plait_comm_t comm, plait_request_t *req)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_ALLREDUCE, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = count, .dt = dt, .op = op);
+    return coll_nb("plait_iallreduce", comm, &a, req);
+}
+
+int plait_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, plait_dtype_t dt,
+                    plait_comm_t comm)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_ALLGATHER, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = sendcount, .dt = dt);
+    return coll_run("plait_allgather", comm, &a, NULL);
+}
+
+int plait_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, plait_dtype_t dt,
+                     plait_comm_t comm, plait_request_t *req)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_ALLGATHER, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = sendcount, .dt = dt);
+    return coll_nb("plait_iallgather", comm, &a, req);
+}
+
+int plait_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, plait_dtype_t dt,
+                         plait_op_t op, plait_comm_t comm)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_REDUCE_SCATTER, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = recvcount, .dt = dt, .op = op);
+    return coll_run("plait_reduce_scatter", comm, &a, NULL);
+}
+
+int plait_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, plait_dtype_t dt,
+                          plait_op_t op, plait_comm_t comm, plait_request_t *req)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_REDUCE_SCATTER, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = recvcount, .dt = dt, .op = op);
+    return coll_nb("plait_ireduce_scatter", comm, &a, req);
+}
+
+int plait_alltoall(const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                   plait_comm_t comm)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_ALLTOALL, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = count, .dt = dt);
+    return coll_run("plait_alltoall", comm, &a, NULL);
+}
+
+int plait_ialltoall(const void *sendbuf, void *recvbuf, size_t count, plait_dtype_t dt,
+                    plait_comm_t comm, plait_request_t *req)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_ALLTOALL, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = count, .dt = dt);
+    return coll_nb("plait_ialltoall", comm, &a, req);
+}
+
+int plait_alltoallv(const void *sendbuf, const size_t sendcounts[], const size_t sdispls[],
+                    void *recvbuf, const size_t recvcounts[], const size_t rdispls[],
+                    plait_dtype_t dt, plait_comm_t comm)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_ALLTOALLV, .sbuf = sendbuf, .rbuf = recvbuf, .dt = dt,
+                          .scounts = sendcounts, .sdispls = sdispls, .rcounts = recvcounts,
+                          .rdispls = rdispls);
+    return coll_run("plait_alltoallv", comm, &a, NULL);
+}
+
+int plait_ialltoallv(const void *sendbuf, const size_t sendcounts[], const size_t sdispls[],
+                     void *recvbuf, const size_t recvcounts[], const size_t rdispls[],
+                     plait_dtype_t dt, plait_comm_t comm, plait_request_t *req)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_ALLTOALLV, .sbuf = sendbuf, .rbuf = recvbuf, .dt = dt,
+                          .scounts = sendcounts, .sdispls = sdispls, .rcounts = recvcounts,
+                          .rdispls = rdispls);
+    return coll_nb("plait_ialltoallv", comm, &a, req);
+}
+
+int plait_gather(const void *sendbuf, void *recvbuf, size_t sendcount, plait_dtype_t dt, int root,
+                 plait_comm_t comm)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_GATHER, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = sendcount, .dt = dt, .root = root);
+    return coll_run("plait_gather", comm, &a, NULL);
+}
+
+int plait_igather(const void *sendbuf, void *recvbuf, size_t sendcount, plait_dtype_t dt,
+                  int root, plait_comm_t comm, plait_request_t *req)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_GATHER, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = sendcount, .dt = dt, .root = root);
+    return coll_nb("plait_igather", comm, &a, req);
+}
+
+int plait_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, plait_dtype_t dt, int root,
+                  plait_comm_t comm)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_SCATTER, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = recvcount, .dt = dt, .root = root);
+    return coll_run("plait_scatter", comm, &a, NULL);
+}
+
+int plait_iscatter(const void *sendbuf, void *recvbuf, size_t recvcount, plait_dtype_t dt,
+                   int root, plait_comm_t comm, plait_request_t *req)
+{
+    pcoll_args_t a = ARGS(.coll = PCOLL_SCATTER, .sbuf = sendbuf, .rbuf = recvbuf,
+                          .count = recvcount, .dt = dt, .root = root);
+    return coll_nb("plait_iscatter", comm, &a, req);
+}

@@ -1,0 +1,348 @@
+/*
+ * reduce_ops.c -- the reduction kernels: dst = a op b, elementwise, for every
+ * datatype x operator of the API, and the final division of PLAIT_AVG.
+ *
+ * One generic body (REDUCE_BODY) is compiled three times: for AVX-512, for
+ * AVX2 and for the baseline, each with the vectoriser on; the first call picks
+ * the best the CPU supports (__builtin_cpu_supports), or the one
+ * PLAIT_REDUCE_ISA names. float16 uses explicit F16C / AVX-512 conversions in
+ * the vector families and an exact software conversion in the baseline;
+ * bfloat16 converts with integer code that vectorises as it is. Every family
+ * computes bitwise the same result: integer ops wrap (two's complement),
+ * float ops are IEEE single/double in the same order, min/max follow the
+ * x86 MINPS/MAXPS rule (x < y ? x : y) everywhere, and 16-bit floats compute
+ * each pairwise step in float32 and round to nearest-even.
+ */
+#include "config.h"
+
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PCOLL_X86 1
+#endif
+
+#include "coll/pcoll.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* -O2 alone keeps loops scalar unless they need no remainder loop. */
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
+int pcoll_op_valid(plait_dtype_t dt, plait_op_t op, const char **why)
+{
+    if ((unsigned)op > PLAIT_AVG) {
+        *why = "is not a plait_op_t";
+        return 0;
+    }
+    if (dt == PLAIT_BYTE) {
+        *why = "cannot be applied to PLAIT_BYTE (no arithmetic on raw bytes)";
+        return 0;
+    }
+    if (op == PLAIT_AVG && !(dt == PLAIT_FLOAT16 || dt == PLAIT_BFLOAT16 ||
+                             dt == PLAIT_FLOAT32 || dt == PLAIT_FLOAT64)) {
+        *why = "PLAIT_AVG is for floating types only";
+        return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------ 16-bit float conversions */
+
+static inline float bf16_to_f32(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);             /* NaN: stay NaN, quiet */
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);   /* nearest-even */
+}
+
+/* Exact IEEE binary16 -> binary32 (as F16C's VCVTPH2PS). */
+static inline float f16_to_f32_sw(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
+    float f;
+    if (e == 0) {
+        if (m == 0) {
+            x = sign;
+        } else {                  /* subnormal: normalise */
+            e = 113;
+            while (!(m & 0x400u)) {
+                m <<= 1;
+                e--;
+            }
+            x = sign | (e << 23) | ((m & 0x3ffu) << 13);
+        }
+    } else if (e == 31) {
+        x = sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0);
+    } else {
+        x = sign | ((e + 112) << 23) | (m << 13);
+    }
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* binary32 -> binary16, round to nearest-even (as VCVTPS2PH with imm 0). */
+static inline uint16_t f32_to_f16_sw(float f)
+{
+    uint32_t x, sign, ax;
+    memcpy(&x, &f, 4);
+    sign = (x >> 16) & 0x8000u;
+    ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u)        /* inf, NaN (quieted, top payload bits kept) */
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0));
+    if (ax >= 0x477ff000u)        /* >= 65520: rounds to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax < 0x38800000u) {       /* below 2^-14: subnormal or zero */
+        uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift, q, rem, half;
+        if (ax < 0x33000000u)     /* <= 2^-25 (ties to the even zero) */
+            return (uint16_t)sign;
+        shift = 126 - e;
+        q = m >> shift;
+        rem = m & ((1u << shift) - 1);
+        half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1u)))
+            q++;
+        return (uint16_t)(sign | q);
+    }
+    ax -= 112u << 23;
+    return (uint16_t)(sign | ((ax + 0xfffu + ((ax >> 13) & 1u)) >> 13));
+}
+
+/* ------------------------------------------------------------ generic body */
+
+#define PMIN(x, y) ((x) < (y) ? (x) : (y))
+#define PMAX(x, y) ((x) > (y) ? (x) : (y))
+
+#define LOOP(T, EXPR)                                                          \
+    do {                                                                       \
+        T *d_ = dst;                                                           \
+        const T *a_ = a, *b_ = b;                                              \
+        for (size_t i = 0; i < n; i++) {                                       \
+            T x = a_[i], y = b_[i];                                            \
+            d_[i] = (EXPR);                                                    \
+        }                                                                      \
+    } while (0)
+
+/* Integers: U is the unsigned twin, so sums and products wrap without UB. */
+#define INT_OPS(T, U)                                                          \
+    switch (op) {                                                              \
+    case PLAIT_SUM: case PLAIT_AVG: LOOP(T, (T)((U)x + (U)y)); break;          \
+    case PLAIT_PROD: LOOP(T, (T)((U)x * (U)y)); break;                         \
+    case PLAIT_MIN: LOOP(T, PMIN(x, y)); break;                                \
+    case PLAIT_MAX: LOOP(T, PMAX(x, y)); break;                                \
+    }
+
+#define FLT_OPS(T)                                                             \
+    switch (op) {                                                              \
+    case PLAIT_SUM: case PLAIT_AVG: LOOP(T, x + y); break;                     \
+    case PLAIT_PROD: LOOP(T, x * y); break;                                    \
+    case PLAIT_MIN: LOOP(T, PMIN(x, y)); break;                                \
+    case PLAIT_MAX: LOOP(T, PMAX(x, y)); break;                                \
+    }
+
+#define BF16_OPS()                                                             \
+    switch (op) {                                                              \
+    case PLAIT_SUM: case PLAIT_AVG:                                            \
+        LOOP(uint16_t, f32_to_bf16(bf16_to_f32(x) + bf16_to_f32(y))); break;   \
+    case PLAIT_PROD:                                                           \
+        LOOP(uint16_t, f32_to_bf16(bf16_to_f32(x) * bf16_to_f32(y))); break;   \
+    case PLAIT_MIN:                                                            \
+        LOOP(uint16_t, f32_to_bf16(PMIN(bf16_to_f32(x), bf16_to_f32(y)))); break; \
+    case PLAIT_MAX:                                                            \
+        LOOP(uint16_t, f32_to_bf16(PMAX(bf16_to_f32(x), bf16_to_f32(y)))); break; \
+    }
+
+static inline float f32_op(float x, float y, plait_op_t op)
+{
+    switch (op) {
+    case PLAIT_PROD: return x * y;
+    case PLAIT_MIN:  return PMIN(x, y);
+    case PLAIT_MAX:  return PMAX(x, y);
+    default:         return x + y;
+    }
+}
+
+/* Every type but float16, whose conversions differ per family. */
+#define REDUCE_BODY                                                            \
+    switch (dt) {                                                              \
+    case PLAIT_INT8:    INT_OPS(int8_t, uint8_t) break;                        \
+    case PLAIT_UINT8:   INT_OPS(uint8_t, uint8_t) break;                       \
+    case PLAIT_INT32:   INT_OPS(int32_t, uint32_t) break;                      \
+    case PLAIT_UINT32:  INT_OPS(uint32_t, uint32_t) break;                     \
+    case PLAIT_INT64:   INT_OPS(int64_t, uint64_t) break;                      \
+    case PLAIT_UINT64:  INT_OPS(uint64_t, uint64_t) break;                     \
+    case PLAIT_FLOAT32: FLT_OPS(float) break;                                  \
+    case PLAIT_FLOAT64: FLT_OPS(double) break;                                 \
+    case PLAIT_BFLOAT16: BF16_OPS() break;                                     \
+    default: break;                                                            \
+    }
+
+typedef void (*red_fn_t)(void *dst, const void *a, const void *b, size_t n, plait_dtype_t dt,
+                         plait_op_t op);
+
+static void red_scalar(void *dst, const void *a, const void *b, size_t n, plait_dtype_t dt,
+                       plait_op_t op)
+{
+    if (dt == PLAIT_FLOAT16) {
+        LOOP(uint16_t, f32_to_f16_sw(f32_op(f16_to_f32_sw(x), f16_to_f32_sw(y), op)));
+        return;
+    }
+    REDUCE_BODY
+}
+
+#ifdef PCOLL_X86
+#define F16_VEC(VT, W, LOAD, STORE, CVTIN, CVTOUT, ADD, MUL, MIN, MAX)          \
+    do {                                                                       \
+        uint16_t *d_ = dst;                                                    \
+        const uint16_t *a_ = a, *b_ = b;                                       \
+        size_t i = 0;                                                          \
+        for (;; i += W) {                                                      \
+            uint16_t ta[W], tb[W], td[W];                                      \
+            const uint16_t *pa = a_ + i, *pb = b_ + i;                         \
+            size_t left = n - i;                                               \
+            VT x, y, z;                                                        \
+            if (i >= n)                                                        \
+                break;                                                         \
+            if (left < W) { /* the tail goes through the same vector code */   \
+                memset(ta, 0, sizeof ta);                                      \
+                memset(tb, 0, sizeof tb);                                      \
+                memcpy(ta, pa, left * 2);                                      \
+                memcpy(tb, pb, left * 2);                                      \
+                pa = ta;                                                       \
+                pb = tb;                                                       \
+            }                                                                  \
+            x = CVTIN(LOAD(pa));                                               \
+            y = CVTIN(LOAD(pb));                                               \
+            switch (op) {                                                      \
+            case PLAIT_PROD: z = MUL(x, y); break;                             \
+            case PLAIT_MIN:  z = MIN(x, y); break;                             \
+            case PLAIT_MAX:  z = MAX(x, y); break;                             \
+            default:         z = ADD(x, y); break;                             \
+            }                                                                  \
+            if (left < W) {                                                    \
+                STORE(td, CVTOUT(z));                                          \
+                memcpy(d_ + i, td, left * 2);                                  \
+                break;                                                         \
+            }                                                                  \
+            STORE(d_ + i, CVTOUT(z));                                          \
+        }                                                                      \
+    } while (0)
+
+#define L128(p) _mm_loadu_si128((const __m128i *)(p))
+#define S128(p, v) _mm_storeu_si128((__m128i *)(p), v)
+#define CVT256_OUT(v) _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
+#define L256(p) _mm256_loadu_si256((const __m256i *)(p))
+#define S256(p, v) _mm256_storeu_si256((__m256i *)(p), v)
+#define CVT512_OUT(v) _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+__attribute__((target("avx2,f16c")))
+static void red_avx2(void *dst, const void *a, const void *b, size_t n, plait_dtype_t dt,
+                     plait_op_t op)
+{
+    if (dt == PLAIT_FLOAT16) {
+        F16_VEC(__m256, 8, L128, S128, _mm256_cvtph_ps, CVT256_OUT, _mm256_add_ps, _mm256_mul_ps,
+                _mm256_min_ps, _mm256_max_ps);
+        return;
+    }
+    REDUCE_BODY
+}
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,prefer-vector-width=512")))
+static void red_avx512(void *dst, const void *a, const void *b, size_t n, plait_dtype_t dt,
+                       plait_op_t op)
+{
+    if (dt == PLAIT_FLOAT16) {
+        F16_VEC(__m512, 16, L256, S256, _mm512_cvtph_ps, CVT512_OUT, _mm512_add_ps, _mm512_mul_ps,
+                _mm512_min_ps, _mm512_max_ps);
+        return;
+    }
+    REDUCE_BODY
+}
+#endif
+
+/* ------------------------------------------------------------- dispatch */
+
+static const char *red_isa_name = "scalar";
+static red_fn_t red_fn;
+
+/* pref: PLAIT_REDUCE_ISA (0 auto, 1 scalar, 2 avx2, 3 avx512); a family the
+ * CPU lacks falls back to the best it has. */
+static void red_pick(int pref)
+{
+    red_fn_t fn = red_scalar;
+    const char *name = "scalar";
+#ifdef PCOLL_X86
+    int has512, has2;
+    __builtin_cpu_init();
+    has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    if (has512 && (pref == 0 || pref == 3)) {
+        fn = red_avx512;
+        name = "avx512";
+    } else if (has2 && pref != 1) {
+        fn = red_avx2;
+        name = "avx2";
+    }
+#endif
+    red_isa_name = name;
+    red_fn = fn;
+}
+
+void pcoll_reduce(void *dst, const void *a, const void *b, size_t count, plait_dtype_t dt,
+                  plait_op_t op)
+{
+    if (!red_fn) {
+        ppt_state_t *s = ppt_get();
+        red_pick(s ? s->cfg.reduce_isa : 0);
+    }
+    red_fn(dst, a, b, count, dt, op);
+}
+
+const char *pcoll_reduce_isa(void)
+{
+    if (!red_fn) {
+        ppt_state_t *s = ppt_get();
+        red_pick(s ? s->cfg.reduce_isa : 0);
+    }
+    return red_isa_name;
+}
+
+/* AVG's division: once per element, in software, so every family agrees. */
+void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor)
+{
+    uint16_t *h = buf;
+    switch (dt) {
+    case PLAIT_FLOAT32: {
+        float *f = buf;
+        for (size_t i = 0; i < count; i++)
+            f[i] = f[i] / (float)divisor;
+        break;
+    }
+    case PLAIT_FLOAT64: {
+        double *f = buf;
+        for (size_t i = 0; i < count; i++)
+            f[i] = f[i] / (double)divisor;
+        break;
+    }
+    case PLAIT_FLOAT16:
+        for (size_t i = 0; i < count; i++)
+            h[i] = f32_to_f16_sw(f16_to_f32_sw(h[i]) / (float)divisor);
+        break;
+    case PLAIT_BFLOAT16:
+        for (size_t i = 0; i < count; i++)
+            h[i] = f32_to_bf16(bf16_to_f32(h[i]) / (float)divisor);
+        break;
+    default:
+        break;
+    }
+}

@@ -1,0 +1,192 @@
+/*
+ * select.c -- which algorithm a collective call runs. A PLAIT_<COLL>_ALGO
+ * setting other than auto forces one; otherwise the first rule of the table
+ * below that matches the call wins. Sizes are those the rule's collective
+ * moves per call: the whole vector for allreduce, reduce and bcast, the
+ * whole result (n blocks) for allgather and reduce_scatter, one block (per
+ * peer) for alltoall. Thresholds were set for shared memory on one host;
+ * rules carry a host-count condition so inter-host rows can be added.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "coll/pcoll.h"
+
+typedef struct {
+    int         coll;
+    size_t      max_bytes;     /* SIZE_MAX: any size */
+    int         min_ranks;
+    int         max_ranks;     /* 0: any */
+    int         pof2;          /* 1: only power-of-two communicators */
+    int         min_hosts;     /* 1: any */
+    int         algo;
+} pcoll_rule_t;
+
+#define ANY SIZE_MAX
+static const pcoll_rule_t pcoll_rules[] = {
+    {PCOLL_ALLREDUCE, 16 << 10, 1, 0, 0, 1, PCOLL_AR_RD},
+    {PCOLL_ALLREDUCE, ANY, 1, 0, 1, 1, PCOLL_AR_RABENSEIFNER},
+    {PCOLL_ALLREDUCE, ANY, 1, 0, 0, 1, PCOLL_AR_RING},
+    {PCOLL_ALLGATHER, 32 << 10, 1, 0, 1, 1, PCOLL_AG_RD},
+    {PCOLL_ALLGATHER, 32 << 10, 1, 0, 0, 1, PCOLL_AG_BRUCK},
+    {PCOLL_ALLGATHER, ANY, 1, 0, 0, 1, PCOLL_AG_RING},
+    {PCOLL_REDUCE_SCATTER, 64 << 10, 1, 0, 0, 1, PCOLL_RS_HALVING},
+    {PCOLL_REDUCE_SCATTER, ANY, 1, 0, 0, 1, PCOLL_RS_RING},
+    {PCOLL_BCAST, 16 << 10, 1, 0, 0, 1, PCOLL_BC_BINOMIAL},
+    {PCOLL_BCAST, ANY, 1, 2, 0, 1, PCOLL_BC_BINOMIAL},      /* 2 ranks: one message */
+    {PCOLL_BCAST, 1 << 20, 3, 0, 0, 1, PCOLL_BC_SCATTER_ALLGATHER},
+    {PCOLL_BCAST, ANY, 3, 0, 0, 1, PCOLL_BC_CHAIN},
+    {PCOLL_REDUCE_C, 64 << 10, 1, 0, 0, 1, PCOLL_RE_BINOMIAL},
+    {PCOLL_REDUCE_C, ANY, 1, 0, 0, 1, PCOLL_RE_RABENSEIFNER},
+    {PCOLL_ALLTOALL, 256, 8, 0, 0, 1, PCOLL_AA_BRUCK},
+    {PCOLL_ALLTOALL, 64 << 10, 1, 0, 0, 1, PCOLL_AA_SCATTERED},
+    {PCOLL_ALLTOALL, ANY, 1, 0, 0, 1, PCOLL_AA_PAIRWISE},
+    {PCOLL_ALLTOALLV, ANY, 1, 0, 0, 1, PCOLL_AA_SCATTERED},
+    {PCOLL_BARRIER, ANY, 1, 0, 0, 1, PCOLL_ONLY},
+    {PCOLL_GATHER, ANY, 1, 0, 0, 1, PCOLL_ONLY},
+    {PCOLL_SCATTER, ANY, 1, 0, 0, 1, PCOLL_ONLY},
+};
+#define PCOLL_NRULES (sizeof pcoll_rules / sizeof pcoll_rules[0])
+
+static const char *const coll_names[PCOLL_NCOLL] = {
+    "barrier", "bcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall",
+    "alltoallv", "gather", "scatter"};
+
+/* Algorithm names by collective; index = algorithm id (0 = auto). */
+static const char *const *algo_names(int coll)
+{
+    static const char *const ar[] = {"auto", "recursive_doubling", "ring", "rabenseifner", NULL};
+    static const char *const ag[] = {"auto", "ring", "recursive_doubling", "bruck", NULL};
+    static const char *const rs[] = {"auto", "ring", "recursive_halving", NULL};
+    static const char *const bc[] = {"auto", "binomial", "scatter_allgather", "chain", NULL};
+    static const char *const re[] = {"auto", "binomial", "rabenseifner", NULL};
+    static const char *const aa[] = {"auto", "pairwise", "bruck", "scattered", NULL};
+    static const char *const ba[] = {"auto", "dissemination", NULL};
+    static const char *const bi[] = {"auto", "binomial", NULL};
+    switch (coll) {
+    case PCOLL_ALLREDUCE:      return ar;
+    case PCOLL_ALLGATHER:      return ag;
+    case PCOLL_REDUCE_SCATTER: return rs;
+    case PCOLL_BCAST:          return bc;
+    case PCOLL_REDUCE_C:       return re;
+    case PCOLL_ALLTOALL:
+    case PCOLL_ALLTOALLV:      return aa;
+    case PCOLL_BARRIER:        return ba;
+    default:                   return bi;
+    }
+}
+
+const char *pcoll_coll_name(int coll)
+{
+    return coll >= 0 && coll < PCOLL_NCOLL ? coll_names[coll] : "?";
+}
+
+const char *pcoll_algo_name(int coll, int algo)
+{
+    const char *const *names = algo_names(coll);
+    for (int i = 0; names[i]; i++)
+        if (i == algo)
+            return names[i];
+    return "?";
+}
+
+/* The forced algorithm (0 = auto) of a collective. */
+static int select_forced(const prt_config_t *c, int coll)
+{
+    switch (coll) {
+    case PCOLL_ALLREDUCE:      return c->allreduce_algo;
+    case PCOLL_ALLGATHER:      return c->allgather_algo;
+    case PCOLL_REDUCE_SCATTER: return c->reduce_scatter_algo;
+    case PCOLL_BCAST:          return c->bcast_algo;
+    case PCOLL_REDUCE_C:       return c->reduce_algo;
+    case PCOLL_ALLTOALLV:      /* Bruck needs equal blocks: pairwise instead */
+        return c->alltoall_algo == PCOLL_AA_BRUCK ? PCOLL_AA_PAIRWISE : c->alltoall_algo;
+    case PCOLL_ALLTOALL:       return c->alltoall_algo;
+    default:                   return PCOLL_AUTO;
+    }
+}
+
+/* Bytes the table compares for this call. */
+static size_t select_bytes(const pcoll_args_t *a, int n)
+{
+    size_t b = a->count * a->es;
+    if (a->coll == PCOLL_ALLGATHER || a->coll == PCOLL_REDUCE_SCATTER)
+        return b > SIZE_MAX / (size_t)n ? SIZE_MAX : b * (size_t)n;
+    return b;
+}
+
+/* 1 when every rank of comm shares this host, else 2 (at least). */
+static int select_hosts(ppt_state_t *s, plait_comm_t comm)
+{
+    for (int i = 0; i < comm->size; i++) {
+        int w = comm->world_of[i], local = 0;
+        for (int j = 0; j < s->job.local_size && !local; j++)
+            local = s->job.local_peers[j] == w;
+        if (!local)
+            return 2;
+    }
+    return 1;
+}
+
+static int rule_matches(const pcoll_rule_t *rl, int coll, size_t bytes, int n, int hosts)
+{
+    if (rl->coll != coll || bytes > rl->max_bytes || n < rl->min_ranks || hosts < rl->min_hosts)
+        return 0;
+    if (rl->max_ranks && n > rl->max_ranks)
+        return 0;
+    return !(rl->pof2 && (n & (n - 1)));
+}
+
+int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
+{
+    int forced = select_forced(&s->cfg, a->coll), n = comm->size, hosts;
+    size_t bytes;
+    if (forced != PCOLL_AUTO)
+        return forced;
+    bytes = select_bytes(a, n);
+    hosts = select_hosts(s, comm);
+    for (size_t i = 0; i < PCOLL_NRULES; i++)
+        if (rule_matches(&pcoll_rules[i], a->coll, bytes, n, hosts))
+            return pcoll_rules[i].algo;
+    return 1;
+}
+
+static void size_text(size_t b, char *out, size_t len)
+{
+    if (b == ANY)
+        snprintf(out, len, "any");
+    else if (b >= (1u << 20) && b % (1u << 20) == 0)
+        snprintf(out, len, "%zuM", b >> 20);
+    else if (b >= 1024 && b % 1024 == 0)
+        snprintf(out, len, "%zuK", b >> 10);
+    else
+        snprintf(out, len, "%zu", b);
+}
+
+void pcoll_selection_print(FILE *f)
+{
+    static const char *const setting[PCOLL_NCOLL] = {
+        NULL, "PLAIT_BCAST_ALGO", "PLAIT_REDUCE_ALGO", "PLAIT_ALLREDUCE_ALGO",
+        "PLAIT_ALLGATHER_ALGO", "PLAIT_REDUCE_SCATTER_ALGO", "PLAIT_ALLTOALL_ALGO",
+        "PLAIT_ALLTOALL_ALGO", NULL, NULL};
+    fprintf(f, "Collective algorithm selection (first matching row wins; bytes: allreduce, "
+               "reduce, bcast: the vector; allgather, reduce_scatter: all n blocks; alltoall: one "
+               "block)\n");
+    fprintf(f, "  %-15s %-9s %-9s %-6s %-6s %-19s %s\n", "collective", "bytes<=", "ranks",
+            "pof2", "hosts", "algorithm", "forced by");
+    for (size_t i = 0; i < PCOLL_NRULES; i++) {
+        const pcoll_rule_t *rl = &pcoll_rules[i];
+        char sz[32], ranks[16];
+        size_text(rl->max_bytes, sz, sizeof sz);
+        if (rl->max_ranks)
+            snprintf(ranks, sizeof ranks, "%d..%d", rl->min_ranks, rl->max_ranks);
+        else
+            snprintf(ranks, sizeof ranks, ">=%d", rl->min_ranks);
+        fprintf(f, "  %-15s %-9s %-9s %-6s %-6s %-19s %s\n", pcoll_coll_name(rl->coll), sz, ranks,
+                rl->pof2 ? "yes" : "any", rl->min_hosts > 1 ? ">=2" : "any",
+                pcoll_algo_name(rl->coll, rl->algo),
+                setting[rl->coll] ? setting[rl->coll] : "-");
+    }
+    fprintf(f, "  reduction kernels: %s (PLAIT_REDUCE_ISA)\n", pcoll_reduce_isa());
+}

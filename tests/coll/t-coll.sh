@@ -1,0 +1,113 @@
+#!/bin/bash
+# timeout: 600
+# t-coll.sh -- collectives under plaitrun: coll_check (tests/coll/coll_check.c)
+# with 1..8 ranks, once with automatic selection and once per forced algorithm
+# set (PLAIT_<COLL>_ALGO, three sets cover every algorithm of every
+# collective); each job checks every collective x datatype x op x in-place
+# on the world and on a split communicator, several non-blocking collectives
+# in flight, and bitwise-identical allreduce results across ranks. Plus:
+# different reduction kernels per rank (PLAIT_REDUCE_ISA), argument errors and
+# mismatched counts across ranks (error or timeout, never a hang), and a bad
+# algorithm name refused by plait_init.
+# 1..4 ranks run all 11 datatypes; 5..8 ranks (oversubscribing the cores) run
+# 6 of them (every size class, signedness and float kind).
+# Env: PLAIT_BUILDDIR, PLAIT_SRCDIR (set by run-all.sh), PLAIT_TIMEOUT
+# (default 60), PLAIT_TEST_SEED, PLAIT_TEST_QUICK=1 (no MiB sizes, fewer
+# jobs), PLAIT_TEST_NP="1 2" (restrict the rank counts).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+B=${PLAIT_BUILDDIR:-$(cd "$here/../.." && pwd)}
+PROG=$B/tests/coll/coll_check
+PLAITRUN=$B/launcher/plaitrun
+export PLAIT_TIMEOUT=${PLAIT_TIMEOUT:-60}
+export PLAIT_TEST_SEED=${PLAIT_TEST_SEED:-20261121}
+export PLAIT_TEST_QUICK=${PLAIT_TEST_QUICK:-0}
+NPS=${PLAIT_TEST_NP:-"1 2 3 4 5 6 7 8"}
+JOB_LIMIT=150
+failures=0
+out=$(mktemp /tmp/plait-t-coll.XXXXXX)
+trap 'rm -f "$out"' EXIT
+
+pass() { echo "ok - $1"; }
+fail() {
+    echo "not ok - $1"
+    shift
+    for l in "$@"; do echo "# $l"; done
+    echo "# --- output (last 30 lines):"
+    tail -n 30 "$out" | sed 's/^/#   /'
+    failures=$((failures + 1))
+}
+
+# job NAME N TIMEOUT_S ENV_ASSIGNMENTS -- ARGS...: one plaitrun job that must succeed.
+job() {
+    local name=$1 n=$2 tmo=$3 t0 rc
+    shift 3
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
+    shift
+    t0=$(date +%s)
+    timeout -k 5 "$JOB_LIMIT" "$PLAITRUN" -n "$n" --bind-to none --timeout $((JOB_LIMIT - 10)) \
+        -x "PLAIT_TIMEOUT=$tmo" -x PLAIT_TEST_SEED -x PLAIT_TEST_QUICK "${envs[@]}" \
+        "$PROG" "$@" > "$out" 2>&1 < /dev/null
+    rc=$?
+    if [ "$rc" = 0 ]; then
+        pass "$name ($(( $(date +%s) - t0 ))s)"
+    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        fail "$name" "hung: killed after ${JOB_LIMIT}s (seed $PLAIT_TEST_SEED)"
+    else
+        fail "$name" "exit status $rc after $(( $(date +%s) - t0 ))s (seed $PLAIT_TEST_SEED)" \
+             "rerun: PLAIT_TEST_SEED=$PLAIT_TEST_SEED $PLAITRUN -n $n ${envs[*]} $PROG $*"
+    fi
+}
+
+if [ ! -x "$PROG" ] || [ ! -x "$PLAITRUN" ]; then
+    echo "ok - collectives # SKIP coll_check or plaitrun not built (make check TESTS=)"
+    exit 0
+fi
+
+# Three sets that together force every algorithm of every collective.
+SET_auto=()
+SET_a=(PLAIT_ALLREDUCE_ALGO=recursive_doubling PLAIT_ALLGATHER_ALGO=ring
+       PLAIT_REDUCE_SCATTER_ALGO=ring PLAIT_BCAST_ALGO=binomial PLAIT_REDUCE_ALGO=binomial
+       PLAIT_ALLTOALL_ALGO=pairwise)
+SET_b=(PLAIT_ALLREDUCE_ALGO=ring PLAIT_ALLGATHER_ALGO=recursive_doubling
+       PLAIT_REDUCE_SCATTER_ALGO=recursive_halving PLAIT_BCAST_ALGO=scatter_allgather
+       PLAIT_REDUCE_ALGO=rabenseifner PLAIT_ALLTOALL_ALGO=bruck)
+SET_c=(PLAIT_ALLREDUCE_ALGO=rabenseifner PLAIT_ALLGATHER_ALGO=bruck
+       PLAIT_REDUCE_SCATTER_ALGO=ring PLAIT_BCAST_ALGO=chain PLAIT_REDUCE_ALGO=rabenseifner
+       PLAIT_ALLTOALL_ALGO=scattered)
+
+sets="auto a b c"
+[ "$PLAIT_TEST_QUICK" = 1 ] && sets="auto b c"
+for n in $NPS; do
+    matrix=full
+    [ "$n" -gt 4 ] && matrix=reduced
+    for set in $sets; do
+        eval "vars=(\"\${SET_$set[@]}\")"
+        label="algorithms $set"
+        [ "$set" = auto ] && label="automatic selection"
+        job "coll_check $n ranks, $label, $matrix matrix" "$n" "$PLAIT_TIMEOUT" \
+            "${vars[@]}" -- suite "$matrix"
+    done
+done
+
+# Every rank on a different kernel family: results must still agree bitwise.
+job "allreduce bitwise identical with scalar/avx2/avx512 kernels on different ranks (3 ranks)" \
+    3 "$PLAIT_TIMEOUT" PLAIT_ALLREDUCE_ALGO=recursive_doubling -- mixed
+job "allreduce bitwise identical with mixed kernels, ring (6 ranks)" \
+    6 "$PLAIT_TIMEOUT" PLAIT_ALLREDUCE_ALGO=ring -- mixed
+
+# Argument errors, then mismatched counts: error or PLAIT_TIMEOUT, no hang.
+job "argument errors and mismatched counts (4 ranks)" 4 3 -- errors
+job "argument errors and mismatched counts (3 ranks, chain/rabenseifner)" 3 3 \
+    PLAIT_BCAST_ALGO=chain PLAIT_ALLREDUCE_ALGO=rabenseifner -- errors
+
+# A bad algorithm name fails plait_init with the valid choices (singleton).
+t0=$(date +%s)
+PLAIT_ALLREDUCE_ALGO=fastest timeout -k 5 60 "$PROG" badalgo > "$out" 2>&1 < /dev/null
+rc=$?
+if [ "$rc" = 0 ]; then pass "PLAIT_ALLREDUCE_ALGO=fastest refused by plait_init, choices listed"
+else fail "PLAIT_ALLREDUCE_ALGO=fastest refused by plait_init" "exit status $rc"; fi
+
+[ "$failures" = 0 ]

@@ -1,0 +1,79 @@
+/*
+ * pt2pt_timeout -- run with PLAIT_TIMEOUT=2 and at least 2 ranks.
+ * Rank 0 receives from the last rank, which sends nothing yet: the receive
+ * must fail with PLAIT_ERR_TIMEOUT, name that rank in plait_last_error() and
+ * leave the buffer untouched; an ANY_SOURCE receive times out the same way.
+ * Meanwhile every other rank waits in an ibarrier polled with plait_test (a
+ * poll never times out), so the job stays in step. Afterwards the last rank
+ * sends the message: the timed-out receive must have been withdrawn, so a
+ * fresh receive gets it whole. Then a normal barrier and finalize.
+ */
+#include "common.h"
+
+#include <ctype.h>
+
+static int rank, size;
+
+/* 1 if text contains the decimal number n as a token of its own. */
+static int names_number(const char *text, int n)
+{
+    for (const char *p = text; *p; p++) {
+        if (!isdigit((unsigned char)*p) || (p > text && isdigit((unsigned char)p[-1]))) continue;
+        if (strtol(p, NULL, 10) == n) return 1;
+    }
+    return 0;
+}
+
+static void ibarrier_poll(void)
+{
+    plait_request_t req;
+    int done = 0;
+    CHECK_RC(plait_ibarrier(plait_comm_world(), &req));
+    while (!done) CHECK_RC(plait_test(&req, &done, NULL));
+}
+
+int main(void)
+{
+    int silent;
+    unsigned char buf[100 + T_GUARD];
+    const char *to = getenv("PLAIT_TIMEOUT");
+    t_init(&rank, &size);
+    silent = size - 1;
+    t_case = "setup";
+    CHECK(size >= 2, "needs 2 or more ranks, got %d", size);
+    CHECK(to && strcmp(to, "2") == 0, "run with PLAIT_TIMEOUT=2 (got %s)", to ? to : "unset");
+    if (rank == 0) {
+        double t0 = plait_wtime();
+        t_case = "receive from a silent rank times out";
+        t_poison(buf, sizeof buf);
+        CHECK_RC_IS(plait_recv(buf, 100, PLAIT_BYTE, silent, 5, plait_comm_world(), NULL), PLAIT_ERR_TIMEOUT);
+        CHECK(names_number(plait_last_error(), silent), "plait_last_error() \"%s\" does not name "
+              "rank %d, the rank waited for", plait_last_error(), silent);
+        CHECK(t_check_poison(buf, 0, sizeof buf) == T_NO_ERROR, "timed-out receive wrote byte %zu",
+              t_check_poison(buf, 0, sizeof buf));
+        printf("rank 0: timed out after %.1f s: %s\n", plait_wtime() - t0, plait_last_error());
+        t_case = "ANY_SOURCE receive times out";
+        CHECK_RC_IS(plait_recv(buf, 100, PLAIT_BYTE, PLAIT_ANY_SOURCE, 6, plait_comm_world(), NULL),
+                    PLAIT_ERR_TIMEOUT);
+        CHECK(plait_last_error()[0] != '\0', "empty last_error after a timeout");
+    }
+    t_case = "ibarrier polled while rank 0 times out";
+    ibarrier_poll();
+
+    t_case = "late message after a timed-out receive";
+    if (rank == silent) {
+        t_fill(buf, 100, t_key(1, 0, 0, 0));
+        CHECK_RC(plait_send(buf, 100, PLAIT_BYTE, 0, 5, plait_comm_world()));
+    } else if (rank == 0) {
+        plait_status_t st;
+        t_poison(buf, sizeof buf);
+        CHECK_RC(plait_recv(buf, 100, PLAIT_BYTE, silent, 5, plait_comm_world(), &st));
+        CHECK(st.bytes == 100 && st.source == silent, "status {%d, %d, %zu}", st.source, st.tag, st.bytes);
+        CHECK_RECV(buf, 100, 100, t_key(1, 0, 0, 0), "message sent after the timeout");
+    }
+    t_case = "barrier after the timeouts";
+    CHECK_RC(plait_barrier(plait_comm_world()));
+    if (rank == 0) printf("pt2pt_timeout: %d ranks ok\n", size);
+    t_finalize();
+    return 0;
+}

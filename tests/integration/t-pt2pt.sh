@@ -1,0 +1,191 @@
+#!/bin/bash
+# timeout: 600
+# t-pt2pt.sh -- point-to-point and communicator integration tests under plaitrun.
+# Runs each program of tests/integration with 1, 2, 3, 4 and 8 ranks (where it
+# makes sense) and prints one TAP line per (program, ranks); plus the 2 GiB
+# message (2 ranks), the shared-memory variants (no CMA; tiny eager limit and
+# rings), a singleton run without plaitrun, PLAIT_TIMEOUT, rank death,
+# plait_abort and exit without finalize (plaitrun must end those jobs within
+# 20 s, exit non-zero, name the rank and leave no process behind).
+# Env: PLAIT_BUILDDIR, PLAIT_SRCDIR (set by run-all.sh), PLAIT_TIMEOUT (default
+# 60), PLAIT_TEST_SEED (random data seed), PLAIT_TEST_QUICK=1 (skip the 2 GiB
+# case, shrink loops), PLAIT_TEST_NP="1 2" (restrict the rank counts).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+B=${PLAIT_BUILDDIR:-$(cd "$here/../.." && pwd)}
+BIN=$B/tests/integration
+PLAITRUN=$B/launcher/plaitrun
+export PLAIT_TIMEOUT=${PLAIT_TIMEOUT:-60}
+export PLAIT_TEST_SEED=${PLAIT_TEST_SEED:-20261121}
+export PLAIT_TEST_QUICK=${PLAIT_TEST_QUICK:-0}
+NPS=${PLAIT_TEST_NP:-"1 2 3 4 8"}
+JOB_LIMIT=150          # hang guard per job, seconds (plaitrun --timeout just below it)
+failures=0
+out=$(mktemp /tmp/plait-t-pt2pt.XXXXXX)
+trap 'rm -f "$out"' EXIT
+
+pass() { echo "ok - $1"; }
+fail() {
+    echo "not ok - $1"
+    shift
+    for l in "$@"; do echo "# $l"; done
+    echo "# --- output (last 40 lines):"
+    tail -n 40 "$out" | sed 's/^/#   /'
+    failures=$((failures + 1))
+}
+skip() { echo "ok - $1 # SKIP $2"; }
+# ok_if_zero NAME: one TAP line from the last run's exit status.
+ok_if_zero() {
+    if [ "$rc" = 0 ]; then pass "$1"; else fail "$1" "exit status $rc after ${secs}s (seed $PLAIT_TEST_SEED)"; fi
+}
+
+# run LIMIT CMD...: runs CMD with its output in $out; sets rc, secs and hung
+# (1 when `timeout` ended it: told by the clock, since plaitrun itself
+# legitimately exits 124 for --timeout and 137 for a rank killed by SIGKILL).
+run() {
+    local limit=$1 t0
+    shift
+    t0=$(date +%s)
+    timeout -k 5 "$limit" "$@" > "$out" 2>&1 < /dev/null
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    hung=0
+    if { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ "$secs" -ge "$limit" ]; then hung=1; fi
+}
+
+# launcher N [TIMEOUT_VALUE]: sets the array L to the plaitrun command line
+# (plus "-x VAR=val" for every word of $VARIANT).
+VARIANT=""
+launcher() {
+    local v
+    L=("$PLAITRUN" -n "$1" --bind-to none --timeout $((JOB_LIMIT - 10))
+       -x "PLAIT_TIMEOUT=${2:-$PLAIT_TIMEOUT}" -x PLAIT_TEST_SEED -x PLAIT_TEST_QUICK)
+    for v in $VARIANT; do L+=(-x "$v"); done
+}
+
+# job NAME N PROG ARGS...: a job that must succeed.
+job() {
+    local name=$1 n=$2
+    shift 2
+    launcher "$n"
+    run "$JOB_LIMIT" "${L[@]}" "$@"
+    if [ "$rc" = 0 ]; then
+        pass "$name"
+    elif [ "$hung" = 1 ]; then
+        fail "$name" "hung: killed after ${JOB_LIMIT}s (seed $PLAIT_TEST_SEED)" "command: ${L[*]} $*"
+    else
+        fail "$name" "exit status $rc after ${secs}s (seed $PLAIT_TEST_SEED)" "command: ${L[*]} $*"
+    fi
+}
+
+# Leftover processes of a job are a launcher bug; report and end them.
+no_leftovers() {
+    local name=$1 prog=$2 pids
+    sleep 1
+    pids=$(pgrep -f "^$prog( |$)" || true)
+    if [ -n "$pids" ]; then
+        fail "$name: no processes left behind" "still running: $(echo "$pids" | tr '\n' ' ')"
+        for p in $pids; do kill -9 "$p" 2>/dev/null; done
+    else
+        pass "$name: no processes left behind"
+    fi
+}
+
+# fault NAME N MODE EXPECT_REGEX...: a job that must fail (non-zero, not hung)
+# and whose output must match every regex (extended, case-insensitive).
+fault() {
+    local name=$1 n=$2 mode=$3 limit=20 missing=()
+    shift 3
+    launcher "$n"
+    run "$limit" "${L[@]}" "$BIN/pt2pt_fault" "$mode"
+    for re in "$@"; do grep -Eiq -- "$re" "$out" || missing+=("output does not match /$re/"); done
+    if [ "$hung" = 1 ]; then
+        fail "$name" "plaitrun still running after ${limit}s: the job was not ended"
+    elif [ "$rc" = 0 ]; then
+        fail "$name" "plaitrun exited 0 although the job failed"
+    elif [ ${#missing[@]} -gt 0 ]; then
+        fail "$name" "plaitrun exited $rc after ${secs}s" "${missing[@]}"
+    else
+        pass "$name (plaitrun exit $rc after ${secs}s)"
+        [ "$mode" = abort ] && [ "$rc" != 7 ] && echo "# note: plaitrun exited $rc; plait_abort asked for 7"
+    fi
+    no_leftovers "$name" "$BIN/pt2pt_fault"
+}
+
+# ------------------------------------------------------------------ preflight
+if [ ! -x "$PLAITRUN" ]; then
+    echo "not ok - plaitrun built"
+    echo "# $PLAITRUN is missing: build first (make && make check TESTS=)"
+    exit 1
+fi
+for p in pt2pt_match pt2pt_trunc pt2pt_self pt2pt_sizes pt2pt_many pt2pt_threads comm_split \
+         pt2pt_errors pt2pt_timeout pt2pt_fault; do
+    if [ ! -x "$BIN/$p" ]; then
+        echo "not ok - $p built"
+        echo "# $BIN/$p is missing: run make check TESTS= first"
+        exit 1
+    fi
+done
+echo "# seed $PLAIT_TEST_SEED, PLAIT_TIMEOUT=$PLAIT_TIMEOUT, ranks: $NPS"
+
+# ------------------------------------------------------------------ singleton
+run 60 "$BIN/pt2pt_self" --singleton
+ok_if_zero "singleton: pt2pt_self without plaitrun"
+run 60 "$BIN/pt2pt_errors"
+ok_if_zero "singleton: pt2pt_errors without plaitrun"
+
+# ------------------------------------------------------------------ correctness
+for prog in pt2pt_self pt2pt_sizes pt2pt_trunc pt2pt_match pt2pt_many comm_split pt2pt_errors \
+            pt2pt_threads; do
+    for n in $NPS; do
+        job "$prog -n $n" "$n" "$BIN/$prog"
+    done
+done
+job "pt2pt_errors --stale (use of a freed communicator) -n 2" 2 "$BIN/pt2pt_errors" --stale
+
+# The same traffic through the library's other shared-memory paths: no
+# single-copy (CMA), and a tiny eager limit with 2-slot rings (rendezvous and
+# ring-full back-pressure everywhere). Run only where plait_info lists the
+# setting, since these are the library's tunables, not its API.
+settings=$("$B/tools/plait_info" 2>/dev/null)
+for VARIANT in "PLAIT_SHM_CMA=0" "PLAIT_SHM_EAGER_LIMIT=256 PLAIT_SHM_RING_SLOTS=2"; do
+    for case in "pt2pt_match 3" "pt2pt_many 2" "pt2pt_threads 3" "pt2pt_trunc 2" "pt2pt_sizes 3"; do
+        read -r prog n <<< "$case"
+        unknown=""
+        for v in $VARIANT; do grep -q "^ *${v%%=*} " <<< "$settings" || unknown="$unknown ${v%%=*}"; done
+        if [ -n "$unknown" ]; then
+            skip "$prog -n $n with $VARIANT" "plait_info does not list$unknown"
+        else
+            job "$prog -n $n with $VARIANT" "$n" "$BIN/$prog"
+        fi
+    done
+done
+VARIANT=""
+
+# 2 GiB + 1 byte: about 4.5 GiB for the pair.
+avail_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+if [ "$PLAIT_TEST_QUICK" != 0 ]; then
+    skip "pt2pt_sizes --big (2 GiB + 1 byte) -n 2" "quick mode"
+elif [ "${avail_kb:-0}" -lt $((6 * 1024 * 1024)) ]; then
+    skip "pt2pt_sizes --big (2 GiB + 1 byte) -n 2" "needs 6 GiB available, have $((avail_kb / 1024)) MiB"
+else
+    job "pt2pt_sizes --big (2 GiB + 1 byte) -n 2" 2 "$BIN/pt2pt_sizes" --big
+fi
+
+# ------------------------------------------------------------------ timeout
+for n in 2 4; do
+    launcher "$n" 2
+    run "$JOB_LIMIT" "${L[@]}" "$BIN/pt2pt_timeout"
+    ok_if_zero "pt2pt_timeout (PLAIT_TIMEOUT=2) -n $n"
+done
+
+# ------------------------------------------------------------------ faults
+# plaitrun must end the job, exit non-zero and say which rank failed and why.
+RANK_RE='rank[^0-9]{0,3}'
+fault "rank 2 killed by SIGKILL while others wait for it -n 3" 3 kill "${RANK_RE}2([^0-9]|$)"
+fault "plait_abort(7) on rank 1 -n 3" 3 abort "${RANK_RE}1([^0-9]|$)" "test abort"
+fault "rank 1 exits without plait_finalize -n 3" 3 noexit "${RANK_RE}1([^0-9]|$)"
+fault "plait_abort before plait_init on rank 0 -n 2" 2 early-abort "abort before init"
+
+exit $((failures > 0))

@@ -1,0 +1,100 @@
+#!/bin/bash
+# timeout: 600
+# t-udp.sh -- the multipath UDP transport under plaitrun on loopback
+# (PLAIT_TRANSPORT=udp forces it between ranks of one host): the
+# point-to-point programs of tests/integration (they check every byte of
+# seeded random data), each congestion control and load balancer, several
+# engines, one path, 1500-byte datagrams, and the PLAIT_STATS=1 counters.
+# Env: PLAIT_BUILDDIR, PLAIT_SRCDIR, PLAIT_TIMEOUT (default 60),
+# PLAIT_TEST_SEED.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+B=${PLAIT_BUILDDIR:-$(cd "$here/../.." && pwd)}
+BIN=$B/tests/integration
+PLAITRUN=${PLAIT_UDP_PLAITRUN:-$B/launcher/plaitrun}
+export PLAIT_TIMEOUT=${PLAIT_TIMEOUT:-60}
+export PLAIT_TEST_SEED=${PLAIT_TEST_SEED:-20261122}
+export PLAIT_TEST_QUICK=1
+JOB_LIMIT=120          # hang guard per job, seconds
+failures=0
+out=$(mktemp /tmp/plait-t-udp.XXXXXX)
+trap 'rm -f "$out"' EXIT
+
+pass() { echo "ok - $1"; }
+fail() {
+    echo "not ok - $1"
+    shift
+    for l in "$@"; do echo "# $l"; done
+    echo "# --- output (last 30 lines):"
+    tail -n 30 "$out" | sed 's/^/#   /'
+    failures=$((failures + 1))
+}
+
+# job NAME N "VAR=val ..." PROG ARGS...: a job under plaitrun with
+# PLAIT_TRANSPORT=udp plus the given settings; must exit 0.
+job() {
+    local name=$1 n=$2 vars=$3 t0 rc secs
+    shift 3
+    local L=("$PLAITRUN" -n "$n" --bind-to none --timeout $((JOB_LIMIT - 10))
+             -x PLAIT_TRANSPORT=udp -x PLAIT_TIMEOUT -x PLAIT_TEST_SEED -x PLAIT_TEST_QUICK)
+    for v in $vars; do L+=(-x "$v"); done
+    t0=$(date +%s)
+    timeout -k 5 "$JOB_LIMIT" "${L[@]}" "$@" > "$out" 2>&1 < /dev/null
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    if [ "$rc" = 0 ]; then
+        pass "$name (${secs}s)"
+    else
+        fail "$name" "exit status $rc after ${secs}s (seed $PLAIT_TEST_SEED)" "command: ${L[*]} $*"
+    fi
+    return $rc
+}
+
+if [ ! -x "$PLAITRUN" ] || [ ! -x "$BIN/pt2pt_sizes" ]; then
+    echo "not ok - plaitrun and tests/integration built"
+    echo "# build first: make && make check TESTS="
+    exit 1
+fi
+if ! "$B/tools/plait_info" 2>/dev/null | grep -q "PLAIT_UDP_PATHS"; then
+    echo "ok - udp transport # SKIP plait_info does not list PLAIT_UDP_PATHS"
+    exit 0
+fi
+
+for prog in pt2pt_sizes pt2pt_match pt2pt_trunc pt2pt_many comm_split pt2pt_threads; do
+    for n in 2 3; do
+        job "udp loopback: $prog -n $n" "$n" "" "$BIN/$prog"
+    done
+done
+
+for cc in cubic swift dgpool eqds; do
+    job "udp loopback: PLAIT_CC=$cc pt2pt_sizes -n 2" 2 "PLAIT_CC=$cc" "$BIN/pt2pt_sizes"
+done
+for lb in spray p2c ackclock; do
+    job "udp loopback: PLAIT_LB=$lb pt2pt_many -n 2" 2 "PLAIT_LB=$lb" "$BIN/pt2pt_many"
+done
+job "udp loopback: PLAIT_ENGINES=2 pt2pt_sizes -n 2" 2 "PLAIT_ENGINES=2" "$BIN/pt2pt_sizes"
+job "udp loopback: PLAIT_UDP_PATHS=1 pt2pt_sizes -n 2" 2 "PLAIT_UDP_PATHS=1" "$BIN/pt2pt_sizes"
+job "udp loopback: 1500-byte datagrams, 4K chunks pt2pt_sizes -n 2" 2 \
+    "PLAIT_UDP_MTU=1500 PLAIT_CHUNK_SIZE=4K" "$BIN/pt2pt_sizes"
+
+# Counters at finalize: per connection and per path.
+if job "udp loopback: PLAIT_STATS=1 pt2pt_sizes -n 2" 2 "PLAIT_STATS=1" "$BIN/pt2pt_sizes"; then
+    if grep -q "conn 0->1: tx [1-9]" "$out" && grep -q "conn 1->0: tx [1-9]" "$out" &&
+       grep -Eq "^    path +[0-9]+ \(port [0-9]+->[0-9]+\): [1-9]" "$out"; then
+        pass "udp loopback: PLAIT_STATS=1 prints connection and path counters"
+    else
+        fail "udp loopback: PLAIT_STATS=1 prints connection and path counters" "no counters found"
+    fi
+fi
+
+# A malformed setting is an error naming the variable.
+PLAIT_UDP_PATHS=0 timeout 30 "$PLAITRUN" -n 2 --bind-to none -x PLAIT_TRANSPORT=udp \
+    -x PLAIT_UDP_PATHS "$BIN/pt2pt_sizes" > "$out" 2>&1 < /dev/null
+if [ $? != 0 ] && grep -q "PLAIT_UDP_PATHS" "$out"; then
+    pass "udp: PLAIT_UDP_PATHS=0 fails plait_init naming the setting"
+else
+    fail "udp: PLAIT_UDP_PATHS=0 fails plait_init naming the setting"
+fi
+
+exit $((failures > 0))

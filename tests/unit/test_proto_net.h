@@ -1,0 +1,146 @@
+/*
+ * test_proto_net.h -- a scripted two-node "network" for the protocol unit
+ * tests: two pp_conn_t (rank 0 -> rank 1 and back), a packet queue, and a
+ * filter callback that decides per packet whether to deliver, drop,
+ * duplicate or corrupt it. Time is a counter advanced by fixed steps, so
+ * every run is deterministic.
+ */
+#ifndef TEST_PROTO_NET_H
+#define TEST_PROTO_NET_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/proto/pp.h"
+
+#define NET_MAXQ 8192
+#define NET_KEY  0x1234abcd5678ef00ull
+
+typedef struct {
+    uint8_t *buf;
+    size_t   len;
+    int      to;          /* 0 or 1 */
+} net_pkt_t;
+
+enum { NET_PASS = 0, NET_DROP, NET_DUP, NET_CORRUPT };
+
+typedef struct net net_t;
+/* Decides the fate of the n-th packet ever sent (per direction counters in n). */
+typedef int (*net_filter_fn)(net_t *n, int from, const uint8_t *pkt, size_t len, uint64_t seq);
+
+struct net {
+    pp_conn_t     c[2];
+    net_pkt_t     q[NET_MAXQ];
+    int           nq;
+    uint64_t      now;
+    uint64_t      seq[2];      /* packets sent by each side */
+    net_filter_fn filter;
+    int           reverse;     /* deliver each batch in reverse order */
+    uint64_t      parse_drops[PP_DROP_N];
+    void         *arg;
+};
+
+static inline void net_cfg(pp_cfg_t *cfg, int me, uint32_t isn_a, uint32_t isn_b)
+{
+    pp_cfg_default(cfg);
+    cfg->key = NET_KEY;
+    cfg->me = (uint32_t)me;
+    cfg->peer = (uint32_t)!me;
+    cfg->my_epoch = me ? 0xbbbb : 0xaaaa;
+    cfg->peer_epoch = me ? 0xaaaa : 0xbbbb;
+    cfg->tx_isn = me ? isn_b : isn_a;
+    cfg->rx_isn = me ? isn_a : isn_b;
+    cfg->mtu = 1000;
+    cfg->chunk = 4000;
+    cfg->npaths = 8;
+    cfg->dupthresh = 32;
+    cfg->small = 2000;
+    cfg->rto_min_ns = 200000;
+    cfg->give_up_ns = 2000000000ull;
+    cfg->tx_buf_max = 1u << 20;
+    cfg->rx_buf_max = 1u << 20;
+    cfg->max_msg = 1u << 20;
+    cfg->init_cwnd = 64000;
+    cfg->seed = 42 + (uint64_t)me;
+}
+
+static inline int net_init(net_t *n, const pp_cfg_t *a, const pp_cfg_t *b)
+{
+    memset(n, 0, sizeof *n);
+    n->now = 1000000;
+    return pp_conn_init(&n->c[0], a) || pp_conn_init(&n->c[1], b);
+}
+
+static inline void net_fini(net_t *n)
+{
+    for (int i = 0; i < n->nq; i++)
+        free(n->q[i].buf);
+    pp_conn_fini(&n->c[0]);
+    pp_conn_fini(&n->c[1]);
+}
+
+static inline void net_enqueue(net_t *n, int to, const uint8_t *p, size_t len)
+{
+    if (n->nq == NET_MAXQ)
+        return;   /* the wire is full: a drop */
+    n->q[n->nq].buf = malloc(len);
+    memcpy(n->q[n->nq].buf, p, len);
+    n->q[n->nq].len = len;
+    n->q[n->nq].to = to;
+    n->nq++;
+}
+
+static inline void net_emit(net_t *n, int from, const pp_out_t *o)
+{
+    uint8_t pkt[70000];
+    size_t len = o->hdr_len + o->len;
+    int fate;
+    memcpy(pkt, o->hdr, o->hdr_len);
+    if (o->len)
+        memcpy(pkt + o->hdr_len, o->payload, o->len);
+    fate = n->filter ? n->filter(n, from, pkt, len, n->seq[from]) : NET_PASS;
+    n->seq[from]++;
+    if (fate == NET_DROP)
+        return;
+    if (fate == NET_CORRUPT)
+        pkt[len / 2] ^= 0x5a;
+    net_enqueue(n, !from, pkt, len);
+    if (fate == NET_DUP)
+        net_enqueue(n, !from, pkt, len);
+}
+
+/* One step: each side sends what it may (up to burst packets) and its ACK,
+ * then every queued packet is delivered (parsed first, as a datapath does). */
+static inline void net_step(net_t *n, int burst)
+{
+    pp_out_t o;
+    net_pkt_t q[NET_MAXQ];
+    int nq;
+    for (int s = 0; s < 2; s++) {
+        pp_poll(&n->c[s], n->now);
+        for (int k = 0; k < burst && pp_tx_next(&n->c[s], n->now, &o); k++)
+            net_emit(n, s, &o);
+    }
+    memcpy(q, n->q, sizeof(net_pkt_t) * (size_t)n->nq);
+    nq = n->nq;
+    n->nq = 0;
+    n->now += 10000;   /* 10 us of wire */
+    for (int i = 0; i < nq; i++) {
+        net_pkt_t *p = &q[n->reverse ? nq - 1 - i : i];
+        uint32_t src;
+        int type, r = pp_parse(p->buf, p->len, NET_KEY, (uint32_t)p->to, &src, &type);
+        if (r >= 0)
+            n->parse_drops[r]++;
+        else if (src == (uint32_t)!p->to)
+            pp_rx(&n->c[p->to], n->now, p->buf, p->len);
+        else
+            n->parse_drops[PP_DROP_CONN]++;
+        free(p->buf);
+    }
+    for (int s = 0; s < 2; s++)
+        while (pp_ack_next(&n->c[s], n->now, &o))
+            net_emit(n, s, &o);
+}
+
+#endif

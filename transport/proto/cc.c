@@ -1,0 +1,259 @@
+/*
+ * cc.c -- congestion-control policies of the multipath protocol, each a table
+ * of hooks (pp_cc_ops_t). Windows are in bytes and decided per chunk.
+ *
+ *  cubic  : loss-based; slow start, then W(t) = C (t - K)^3 + Wmax with t in
+ *           milliseconds (datacenter RTTs are ~1000x shorter than the WAN ones
+ *           CUBIC's constants were tuned for), never below the Reno estimate.
+ *  swift  : delay-based; additive increase while the RTT is under a target
+ *           (base RTT plus headroom), multiplicative decrease proportional to
+ *           the excess, at most once per RTT.
+ *  dgpool : delay gradient with a connection-level token pool (UDMP): every
+ *           ACKed byte returns a token, scaled up while the RTT gradient is
+ *           flat or falling and down while it rises; a chunk leaves when the
+ *           pool covers it. No per-path window, so paths only need RTTs.
+ *  eqds   : receiver-driven credits (EQDS-style): the sender spends an
+ *           initial speculative window, after which every byte it sends was
+ *           granted by the receiver, which grants one byte per byte arrived
+ *           (retransmissions included), paced by arrivals.
+ */
+#include "transport/proto/pp.h"
+
+#include <math.h>
+#include <string.h>
+
+static double max_window(const pp_conn_t *c) { return (double)PP_WIN * c->cfg.mtu; }
+static double min_window(const pp_conn_t *c) { return (double)c->cfg.chunk; }
+
+static double clampw(const pp_conn_t *c, double w)
+{
+    if (w < min_window(c))
+        return min_window(c);
+    return w > max_window(c) ? max_window(c) : w;
+}
+
+static uint32_t cc_chunk(pp_conn_t *c) { return c->cfg.chunk; }
+
+static uint64_t cc_no_pacing(pp_conn_t *c, uint32_t bytes)
+{
+    (void)c;
+    (void)bytes;
+    return 0;
+}
+
+static int win_can_send(pp_conn_t *c, uint32_t bytes)
+{
+    return (double)c->inflight + bytes <= c->cc.cwnd;
+}
+
+static int win_allow_retx(pp_conn_t *c, uint32_t bytes)
+{
+    return c->inflight == 0 || (double)c->inflight + bytes <= c->cc.cwnd + c->cfg.chunk;
+}
+
+static void win_init(pp_conn_t *c)
+{
+    memset(&c->cc, 0, sizeof c->cc);
+    c->cc.cwnd = clampw(c, (double)c->cfg.init_cwnd);
+    c->cc.ssthresh = max_window(c);
+}
+
+/* ------------------------------------------------------------------ CUBIC */
+
+#define CUBIC_BETA 0.7
+#define CUBIC_C    0.4     /* chunks / ms^3 */
+
+static void cubic_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
+{
+    pp_ccstate_t *s = &c->cc;
+    double chunk = c->cfg.chunk, t, target;
+    if (!a->acked)
+        return;
+    if (s->cwnd < s->ssthresh) {
+        s->cwnd = clampw(c, s->cwnd + a->acked);
+        return;
+    }
+    if (!s->epoch_ns) {
+        s->epoch_ns = a->now;
+        s->wmax = s->cwnd;
+        s->k = 0;
+        s->w_est = s->cwnd;
+    }
+    t = (double)(a->now - s->epoch_ns) * 1e-6 + (double)c->srtt_ns * 1e-6;
+    target = (CUBIC_C * pow(t - s->k, 3) * chunk) + s->wmax;
+    s->w_est += 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA) * a->acked / s->cwnd * chunk;
+    if (target < s->w_est)
+        target = s->w_est;
+    if (target > s->cwnd)
+        s->cwnd += (target - s->cwnd) / s->cwnd * a->acked;
+    s->cwnd = clampw(c, s->cwnd);
+}
+
+static void cubic_on_loss(pp_conn_t *c, int timeout, uint64_t now)
+{
+    pp_ccstate_t *s = &c->cc;
+    (void)timeout;
+    s->wmax = s->cwnd;
+    s->cwnd = clampw(c, s->cwnd * CUBIC_BETA);
+    s->ssthresh = s->cwnd;
+    s->w_est = s->cwnd;
+    s->epoch_ns = now;
+    s->k = cbrt(s->wmax / c->cfg.chunk * (1 - CUBIC_BETA) / CUBIC_C);
+}
+
+const pp_cc_ops_t pp_cc_cubic = {
+    .name = "cubic", .init = win_init, .chunk_size = cc_chunk, .pacing_ns = cc_no_pacing,
+    .can_send = win_can_send, .allow_retx = win_allow_retx, .on_ack = cubic_on_ack,
+    .on_loss = cubic_on_loss,
+};
+
+/* ------------------------------------------------------------------ Swift */
+
+#define SWIFT_BETA    0.8
+#define SWIFT_MAX_MDF 0.5
+
+static uint64_t swift_target(const pp_conn_t *c)
+{
+    uint64_t base = c->min_rtt_ns ? c->min_rtt_ns : 20000, head = base / 2;
+    return base + (head < 25000 ? 25000 : head);
+}
+
+static void swift_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
+{
+    pp_ccstate_t *s = &c->cc;
+    uint64_t target = swift_target(c);
+    if (!a->rtt_ns || a->rtt_ns < target) {
+        s->cwnd += (double)a->acked / s->cwnd * c->cfg.chunk;
+    } else if (a->now - s->last_dec_ns >= c->srtt_ns) {
+        double f = 1 - SWIFT_BETA * (double)(a->rtt_ns - target) / (double)a->rtt_ns;
+        s->cwnd *= f < 1 - SWIFT_MAX_MDF ? 1 - SWIFT_MAX_MDF : f;
+        s->last_dec_ns = a->now;
+    }
+    s->cwnd = clampw(c, s->cwnd);
+}
+
+static void swift_on_loss(pp_conn_t *c, int timeout, uint64_t now)
+{
+    pp_ccstate_t *s = &c->cc;
+    (void)timeout;
+    if (now - s->last_dec_ns >= c->srtt_ns) {
+        s->cwnd = clampw(c, s->cwnd * (1 - SWIFT_MAX_MDF));
+        s->last_dec_ns = now;
+    }
+}
+
+const pp_cc_ops_t pp_cc_swift = {
+    .name = "swift", .init = win_init, .chunk_size = cc_chunk, .pacing_ns = cc_no_pacing,
+    .can_send = win_can_send, .allow_retx = win_allow_retx, .on_ack = swift_on_ack,
+    .on_loss = swift_on_loss,
+};
+
+/* ---------------------------------------------- delay gradient, token pool */
+
+#define DG_BETA 0.5
+
+static void dg_init(pp_conn_t *c)
+{
+    win_init(c);
+    c->cc.tokens = c->cc.cwnd;
+}
+
+static int dg_can_send(pp_conn_t *c, uint32_t bytes) { return c->cc.tokens >= bytes; }
+static int dg_allow_retx(pp_conn_t *c, uint32_t bytes) { (void)bytes; return c->inflight == 0 || c->cc.tokens > 0; }
+static void dg_on_sent(pp_conn_t *c, uint32_t bytes) { c->cc.tokens -= bytes; }
+
+static void dg_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
+{
+    pp_ccstate_t *s = &c->cc;
+    double gain = 1, room;
+    if (a->rtt_ns && c->min_rtt_ns) {
+        double rtt = (double)a->rtt_ns;
+        if (s->prev_rtt > 0)
+            s->grad = 0.875 * s->grad + 0.125 * (rtt - s->prev_rtt) / (double)c->min_rtt_ns;
+        s->prev_rtt = rtt;
+    }
+    if (s->grad <= 0 || (a->rtt_ns && a->rtt_ns < c->min_rtt_ns + c->min_rtt_ns / 4))
+        gain = 1 + (double)c->cfg.chunk / (s->tokens + (double)a->inflight + c->cfg.chunk);
+    else
+        gain = 1 - DG_BETA * (s->grad > 1 ? 1 : s->grad);
+    s->tokens += a->acked * gain;
+    room = max_window(c) - (double)a->inflight;
+    if (s->tokens > room)
+        s->tokens = room;
+    s->cwnd = clampw(c, s->tokens + (double)a->inflight);
+}
+
+static void dg_on_loss(pp_conn_t *c, int timeout, uint64_t now)
+{
+    pp_ccstate_t *s = &c->cc;
+    (void)timeout;
+    (void)now;
+    s->tokens -= 0.3 * ((double)c->inflight + (s->tokens > 0 ? s->tokens : 0));
+    if (s->tokens < -(double)c->inflight)
+        s->tokens = -(double)c->inflight;
+}
+
+const pp_cc_ops_t pp_cc_dgpool = {
+    .name = "dgpool", .init = dg_init, .chunk_size = cc_chunk, .pacing_ns = cc_no_pacing,
+    .can_send = dg_can_send, .allow_retx = dg_allow_retx, .on_sent = dg_on_sent,
+    .on_ack = dg_on_ack, .on_loss = dg_on_loss,
+};
+
+/* ------------------------------------------------------------ EQDS credits */
+
+static void eqds_init(pp_conn_t *c)
+{
+    win_init(c);
+    c->cc.credit = c->cc.cwnd;     /* the speculative first window */
+}
+
+static uint64_t eqds_pacing(pp_conn_t *c, uint32_t bytes)
+{
+    return c->cfg.line_rate_bps ? (uint64_t)bytes * 8 * 1000000000ull / c->cfg.line_rate_bps : 0;
+}
+
+static int eqds_can_send(pp_conn_t *c, uint32_t bytes) { return c->cc.credit >= bytes; }
+/* Retransmissions replace bytes already credited: no new credit needed. */
+static int eqds_allow_retx(pp_conn_t *c, uint32_t bytes) { (void)c; (void)bytes; return 1; }
+static void eqds_on_sent(pp_conn_t *c, uint32_t bytes) { c->cc.credit -= bytes; }
+static void eqds_on_credit(pp_conn_t *c, uint32_t bytes)
+{
+    c->cc.credit += bytes;
+    if (c->cc.credit > max_window(c))
+        c->cc.credit = max_window(c);
+}
+
+/* Receiver: pull one byte for every byte that arrived. */
+static void eqds_on_rx(pp_conn_t *c, uint32_t bytes, uint64_t now)
+{
+    (void)now;
+    c->credit_grant += bytes;
+}
+
+static void eqds_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
+{
+    c->cc.cwnd = (double)a->inflight + (c->cc.credit > 0 ? c->cc.credit : 0);
+}
+
+static void eqds_on_loss(pp_conn_t *c, int timeout, uint64_t now)
+{
+    (void)c;
+    (void)timeout;
+    (void)now;   /* the receiver paces by granting; losses need no reaction here */
+}
+
+const pp_cc_ops_t pp_cc_eqds = {
+    .name = "eqds", .init = eqds_init, .chunk_size = cc_chunk, .pacing_ns = eqds_pacing,
+    .can_send = eqds_can_send, .allow_retx = eqds_allow_retx, .on_sent = eqds_on_sent,
+    .on_rx_chunk = eqds_on_rx, .on_rx_retx = eqds_on_rx, .on_ack = eqds_on_ack,
+    .on_loss = eqds_on_loss, .on_credit = eqds_on_credit,
+};
+
+const pp_cc_ops_t *pp_cc_find(const char *name)
+{
+    static const pp_cc_ops_t *const all[] = {&pp_cc_cubic, &pp_cc_swift, &pp_cc_dgpool, &pp_cc_eqds};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(all[i]->name, name))
+            return all[i];
+    return NULL;
+}

@@ -1,0 +1,671 @@
+/*
+ * conn.c -- one connection of the multipath protocol: sender (messages ->
+ * chunks -> packets, SACK scoreboard, fast retransmit, RTO, give-up) and
+ * receiver (checks, placement at offset, cumulative ACK + SACK bitmap,
+ * in-order delivery, flow control). Pure logic: see pp.h.
+ */
+#include "transport/proto/pp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Signed distance a - b in PSN / message-id space (both wrap at 2^32). */
+static inline int32_t sdiff(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
+static inline uint32_t now_us(uint64_t ns) { return (uint32_t)(ns / 1000); }
+
+static const char *const drop_names[PP_DROP_N] = {
+    "truncated", "not-plait", "foreign-job", "wrong-conn", "stale-epoch", "out-of-window",
+    "out-of-bounds", "inconsistent", "no-buffer", "bad-ack", "duplicate"};
+
+const char *pp_drop_name(int r) { return r >= 0 && r < PP_DROP_N ? drop_names[r] : "?"; }
+
+void pp_cfg_default(pp_cfg_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->chunk = 32768;
+    c->mtu = 1400;
+    c->npaths = 32;
+    c->dupthresh = 128;
+    c->small = 8192;
+    c->rto_min_ns = 500000;
+    c->rto_max_ns = 50000000;
+    c->give_up_ns = 30000000000ull;
+    c->tx_buf_max = 16u << 20;
+    c->rx_buf_max = 32u << 20;
+    c->max_msg = 4u << 20;
+    c->init_cwnd = 256u << 10;
+    c->seed = 0x9e3779b97f4a7c15ull;
+    c->cc = &pp_cc_cubic;
+    c->lb = &pp_lb_p2c;
+}
+
+uint64_t pp_rand(pp_conn_t *c)
+{
+    uint64_t x = c->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    c->rng = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+int pp_conn_init(pp_conn_t *c, const pp_cfg_t *cfg)
+{
+    memset(c, 0, sizeof *c);
+    c->cfg = *cfg;
+    if (c->cfg.npaths < 1)
+        c->cfg.npaths = 1;
+    if (c->cfg.npaths > PP_MAX_PATHS)
+        c->cfg.npaths = PP_MAX_PATHS;
+    if (c->cfg.mtu < 64 || c->cfg.mtu > 65000 || c->cfg.chunk < c->cfg.mtu / 4 || !c->cfg.cc ||
+        !c->cfg.lb || c->cfg.max_msg > UINT32_MAX || c->cfg.dupthresh < 1)
+        return -1;
+    c->rng = cfg->seed ? cfg->seed : 1;
+    c->paths = calloc(c->cfg.npaths, sizeof *c->paths);
+    c->pk = calloc(PP_WIN, sizeof *c->pk);
+    if (!c->paths || !c->pk) {
+        pp_conn_fini(c);
+        return -1;
+    }
+    c->snd_una = c->snd_nxt = c->recover = cfg->tx_isn;
+    c->tx_next_msg = cfg->tx_isn;
+    c->rcv_cum = c->rcv_msg = cfg->rx_isn;
+    c->rwnd = cfg->rx_buf_max;
+    c->cfg.cc->init(c);
+    return 0;
+}
+
+void pp_conn_fini(pp_conn_t *c)
+{
+    pp_msg_t *m, *n;
+    for (m = c->tx_head; m; m = n) {
+        n = m->next;
+        free(m);
+    }
+    for (int i = 0; i < PP_WIN; i++)
+        free(c->rmsg[i]);
+    free(c->paths);
+    free(c->pk);
+    c->paths = NULL;
+    c->pk = NULL;
+    c->tx_head = c->tx_tail = c->tx_cut = NULL;
+    memset(c->rmsg, 0, sizeof c->rmsg);
+}
+
+/* ----------------------------------------------------------------- sender */
+
+int pp_send(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen)
+{
+    size_t len = hlen + plen;
+    pp_msg_t *m;
+    if (hlen == 0 || hlen > PP_MAX_HLEN || len > c->cfg.max_msg)
+        return -1;
+    /* Bounded buffering: one message always fits, more only below the cap. */
+    if (c->tx_head && c->tx_buffered + len > c->cfg.tx_buf_max) {
+        c->st.tx_blocked++;
+        c->tx_was_blocked = 1;
+        return 1;
+    }
+    m = malloc(sizeof *m + len);
+    if (!m)
+        return 1;
+    memset(m, 0, sizeof *m);
+    m->data = (uint8_t *)(m + 1);
+    memcpy(m->data, hdr, hlen);
+    if (plen)
+        memcpy(m->data + hlen, payload, plen);
+    m->id = c->tx_next_msg++;
+    m->len = (uint32_t)len;
+    m->hlen = (uint32_t)hlen;
+    m->prev = c->tx_tail;
+    if (c->tx_tail)
+        c->tx_tail->next = m;
+    else
+        c->tx_head = m;
+    c->tx_tail = m;
+    if (!c->tx_cut)
+        c->tx_cut = m;
+    c->tx_buffered += len;
+    c->st.tx_msgs++;
+    return 0;
+}
+
+static void fill_common(pp_conn_t *c, pp_hdr_t *h, int type, int path, uint64_t now)
+{
+    h->magic = PP_MAGIC;
+    h->type = (uint8_t)type;
+    h->flags = 0;
+    h->path = (uint16_t)path;
+    h->key = c->cfg.key;
+    h->src = c->cfg.me;
+    h->dst = c->cfg.peer;
+    h->epoch = c->cfg.my_epoch;
+    h->ts = now_us(now);
+}
+
+static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, uint64_t now, pp_out_t *out)
+{
+    pp_data_t d;
+    memset(&d, 0, sizeof d);
+    fill_common(c, &d.h, PP_T_DATA, p->path, now);
+    d.h.flags = (uint8_t)((p->retx ? PP_F_RETX : 0) | (p->chunk_end ? PP_F_CHUNK_END : 0));
+    d.psn = psn;
+    d.msg = p->msg->id;
+    d.msg_len = p->msg->len;
+    d.off = p->off;
+    d.chunk = p->chunk;
+    d.len = p->len;
+    d.hlen = (uint8_t)p->msg->hlen;
+    memcpy(out->hdr, &d, sizeof d);
+    out->hdr_len = sizeof d;
+    out->payload = p->msg->data + p->off;
+    out->len = p->len;
+    out->path = p->path;
+}
+
+static void path_sent(pp_conn_t *c, int path, uint32_t len, int retx)
+{
+    pp_path_stats_t *ps = &c->paths[path].st;
+    ps->tx_pkts++;
+    ps->tx_bytes += len;
+    ps->retx_pkts += (uint64_t)retx;
+    c->st.tx_pkts++;
+    c->st.tx_bytes += len;
+}
+
+/* Resends the oldest packet marked lost, on another path where there is one. */
+static int tx_retransmit(pp_conn_t *c, uint64_t now, pp_out_t *out)
+{
+    uint32_t psn = c->snd_una;
+    for (; sdiff(c->snd_nxt, psn) > 0; psn++) {
+        pp_pkt_t *p = &c->pk[psn % PP_WIN];
+        int path;
+        if (p->state != PP_PK_LOST)
+            continue;
+        if (c->cfg.cc->allow_retx && !c->cfg.cc->allow_retx(c, p->len))
+            return 0;
+        path = c->cfg.lb->select_path(c, now);
+        if (path == p->path && c->cfg.npaths > 1)
+            path = (path + 1) % (int)c->cfg.npaths;
+        p->path = (uint16_t)path;
+        p->state = PP_PK_INFLIGHT;
+        p->retx++;
+        p->sent_ns = now;
+        c->inflight += p->len;
+        c->nlost--;
+        path_sent(c, path, p->len, 1);
+        build_data(c, psn, p, now, out);
+        return 1;
+    }
+    c->nlost = 0;   /* none found: the count was stale */
+    return 0;
+}
+
+/* Starts a chunk: the per-chunk decisions (size, window, pacing, path). */
+static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
+{
+    const pp_cc_ops_t *cc = c->cfg.cc;
+    uint32_t region_end = (m->queued / c->cfg.chunk + 1) * c->cfg.chunk;
+    uint32_t bytes = cc->chunk_size ? cc->chunk_size(c) : c->cfg.chunk;
+    if (region_end > m->len)
+        region_end = m->len;
+    if (bytes == 0 || bytes > region_end - m->queued)
+        bytes = region_end - m->queued;
+    if (now < c->next_chunk_ns)
+        return 0;
+    if (c->inflight && (c->inflight + bytes > c->rwnd || !cc->can_send(c, bytes)))
+        return 0;
+    if (m->len < c->cfg.small)
+        c->chunk_path = 0;   /* small messages: one path, no reordering */
+    else
+        c->chunk_path = cc->select_path ? cc->select_path(c, now) : c->cfg.lb->select_path(c, now);
+    if (c->chunk_path < 0 || c->chunk_path >= (int)c->cfg.npaths)
+        c->chunk_path = 0;
+    c->chunk_left = bytes;
+    c->chunk_id++;
+    c->st.tx_chunks++;
+    c->paths[c->chunk_path].st.chunks++;
+    c->next_chunk_ns = cc->pacing_ns ? now + cc->pacing_ns(c, bytes) : 0;
+    if (cc->on_sent)
+        cc->on_sent(c, bytes);
+    return 1;
+}
+
+int pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
+{
+    pp_msg_t *m = c->tx_cut;
+    pp_pkt_t *p;
+    uint32_t len;
+    c->now = now;
+    if (c->failed)
+        return 0;
+    if (c->nlost && tx_retransmit(c, now, out))
+        return 1;
+    if (!m || sdiff(c->snd_nxt, c->snd_una) >= PP_WIN)
+        return 0;
+    if (c->chunk_left == 0 && !chunk_start(c, m, now))
+        return 0;
+    len = c->chunk_left < c->cfg.mtu ? c->chunk_left : c->cfg.mtu;
+    p = &c->pk[c->snd_nxt % PP_WIN];
+    memset(p, 0, sizeof *p);
+    p->msg = m;
+    p->off = m->queued;
+    p->chunk = m->queued / c->cfg.chunk;
+    p->len = (uint16_t)len;
+    p->path = (uint16_t)c->chunk_path;
+    p->state = PP_PK_INFLIGHT;
+    p->sent_ns = p->first_ns = now;
+    m->queued += len;
+    c->chunk_left -= len;
+    p->chunk_end = c->chunk_left == 0;
+    if (m->queued == m->len) {
+        c->tx_cut = m->next;
+        c->chunk_left = 0;   /* a chunk never spans messages */
+        p->chunk_end = 1;
+    }
+    c->inflight += len;
+    path_sent(c, p->path, len, 0);
+    build_data(c, c->snd_nxt, p, now, out);
+    c->snd_nxt++;
+    return 1;
+}
+
+static void msg_acked(pp_conn_t *c, pp_msg_t *m, uint32_t len)
+{
+    m->acked += len;
+    if (m->acked < m->len)
+        return;
+    if (m->prev) m->prev->next = m->next; else c->tx_head = m->next;
+    if (m->next) m->next->prev = m->prev; else c->tx_tail = m->prev;
+    if (c->tx_cut == m)
+        c->tx_cut = m->next;
+    c->tx_buffered -= m->len;
+    free(m);
+}
+
+/* A packet leaves flight (acked); returns its bytes if they are newly acked. */
+static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked)
+{
+    uint32_t len = p->len;
+    if (p->state == PP_PK_FREE || p->state == PP_PK_SACKED) {
+        if (!sacked)
+            p->state = PP_PK_FREE;
+        return 0;
+    }
+    if (p->state == PP_PK_INFLIGHT)
+        c->inflight -= len;
+    else
+        c->nlost--;
+    p->state = sacked ? PP_PK_SACKED : PP_PK_FREE;
+    msg_acked(c, p->msg, len);
+    p->msg = NULL;
+    return len;
+}
+
+static void rtt_sample(pp_conn_t *c, int path, uint64_t rtt)
+{
+    pp_path_t *pp = &c->paths[path];
+    if (!c->srtt_ns) {
+        c->srtt_ns = rtt;
+        c->rttvar_ns = rtt / 2;
+    } else {
+        uint64_t d = rtt > c->srtt_ns ? rtt - c->srtt_ns : c->srtt_ns - rtt;
+        c->rttvar_ns = (3 * c->rttvar_ns + d) / 4;
+        c->srtt_ns = (7 * c->srtt_ns + rtt) / 8;
+    }
+    if (!c->min_rtt_ns || rtt < c->min_rtt_ns)
+        c->min_rtt_ns = rtt;
+    pp->st.srtt_ns = pp->st.srtt_ns ? (7 * pp->st.srtt_ns + rtt) / 8 : rtt;
+    if (!pp->st.min_rtt_ns || rtt < pp->st.min_rtt_ns)
+        pp->st.min_rtt_ns = rtt;
+    pp->st.rtt_samples++;
+}
+
+/* Marks one packet lost (cause: fast or timeout); a loss event per window. */
+static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint64_t now)
+{
+    p->state = PP_PK_LOST;
+    c->inflight -= p->len;
+    c->nlost++;
+    c->paths[p->path].st.lost++;
+    c->paths[p->path].penalty_until = now + 4 * (c->srtt_ns ? c->srtt_ns : c->cfg.rto_min_ns);
+    if (timeout)
+        c->st.retx_timeout++;
+    else
+        c->st.retx_fast++;
+    if (c->cfg.lb->on_loss)
+        c->cfg.lb->on_loss(c, p->path);
+    if (sdiff(psn, c->recover) >= 0) {
+        c->recover = c->snd_nxt;
+        c->st.loss_events++;
+        c->cfg.cc->on_loss(c, timeout, now);
+    }
+}
+
+/* Fast retransmit: a packet with dupthresh later packets SACKed, sent
+ * before the highest SACKed one, is lost. */
+static void detect_dup_loss(pp_conn_t *c, uint64_t now)
+{
+    uint32_t psn;
+    if (!c->have_sack || sdiff(c->highest_sacked, c->snd_una) < (int32_t)c->cfg.dupthresh)
+        return;
+    for (psn = c->snd_una; sdiff(c->highest_sacked, psn) >= (int32_t)c->cfg.dupthresh; psn++) {
+        pp_pkt_t *p = &c->pk[psn % PP_WIN];
+        if (p->state == PP_PK_INFLIGHT && p->sent_ns <= c->hs_sent_ns)
+            mark_lost(c, psn, p, 0, now);
+    }
+}
+
+/* Checks the ACK's claims against what was sent: nothing at or beyond snd_nxt. */
+static int ack_valid(const pp_conn_t *c, const pp_ack_t *a)
+{
+    int32_t span;
+    if (sdiff(a->cum, c->snd_nxt) > 0)
+        return 0;
+    span = sdiff(c->snd_nxt, a->cum) - 1;   /* SACK bits that may be set */
+    for (int i = span < 0 ? 0 : span; i < PP_WIN; i++)
+        if (a->sack[i / 8] & (1u << (i % 8)))
+            return 0;
+    return 1;
+}
+
+static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a)
+{
+    pp_ack_info_t info = {.now = now, .path = -1};
+    uint32_t acked = 0, rtt_us;
+    if (!ack_valid(c, a)) {
+        c->st.drops[PP_DROP_BADACK]++;
+        return;
+    }
+    c->st.acks_rx++;
+    if (sdiff(a->cum, c->snd_una) >= 0) {
+        for (; sdiff(a->cum, c->snd_una) > 0; c->snd_una++)
+            acked += pkt_acked(c, &c->pk[c->snd_una % PP_WIN], 0);
+        for (int i = 0; i < PP_WIN && sdiff(c->snd_nxt, a->cum + 1 + (uint32_t)i) > 0; i++) {
+            uint32_t psn = a->cum + 1 + (uint32_t)i;
+            pp_pkt_t *p = &c->pk[psn % PP_WIN];
+            if (!(a->sack[i / 8] & (1u << (i % 8))) || p->state == PP_PK_SACKED)
+                continue;
+            if (!c->have_sack || sdiff(psn, c->highest_sacked) > 0) {
+                c->highest_sacked = psn;
+                c->hs_sent_ns = p->sent_ns;
+                c->have_sack = 1;
+            }
+            acked += pkt_acked(c, p, 1);
+        }
+        c->rwnd = a->rwnd;
+    }
+    if (c->have_sack && sdiff(c->highest_sacked, c->snd_una) < 0)
+        c->have_sack = 0;
+    rtt_us = now_us(now) - a->echo_ts;
+    if (rtt_us < 10u * 1000 * 1000 && a->echo_path < c->cfg.npaths) {
+        info.rtt_ns = (uint64_t)(rtt_us ? rtt_us : 1) * 1000;
+        info.path = a->echo_path;
+        rtt_sample(c, a->echo_path, info.rtt_ns);
+        if (c->cfg.lb->on_ack)
+            c->cfg.lb->on_ack(c, a->echo_path, info.rtt_ns);
+    }
+    if (a->credit != c->credit_seen && c->cfg.cc->on_credit) {
+        uint32_t delta = a->credit - c->credit_seen;
+        if (delta < (1u << 30)) {   /* older ACKs arriving late carry smaller totals */
+            c->credit_seen = a->credit;
+            c->cfg.cc->on_credit(c, delta);
+        }
+    }
+    detect_dup_loss(c, now);
+    info.acked = acked;
+    info.inflight = c->inflight;
+    if (acked || info.rtt_ns)
+        c->cfg.cc->on_ack(c, &info);
+}
+
+uint64_t pp_rto_ns(const pp_conn_t *c);
+uint64_t pp_rto_ns(const pp_conn_t *c)
+{
+    uint64_t rto = c->srtt_ns ? c->srtt_ns + 4 * c->rttvar_ns : 2 * c->cfg.rto_min_ns;
+    if (rto < c->cfg.rto_min_ns)
+        rto = c->cfg.rto_min_ns;
+    return rto > c->cfg.rto_max_ns ? c->cfg.rto_max_ns : rto;
+}
+
+int pp_poll(pp_conn_t *c, uint64_t now)
+{
+    uint64_t rto = pp_rto_ns(c);
+    int marked = 0;
+    c->now = now;
+    if (c->failed || now - c->last_rto_scan < c->cfg.rto_min_ns / 4)
+        return 0;
+    c->last_rto_scan = now;
+    for (uint32_t psn = c->snd_una; sdiff(c->snd_nxt, psn) > 0; psn++) {
+        pp_pkt_t *p = &c->pk[psn % PP_WIN];
+        uint64_t limit = rto << (p->retx < 8 ? p->retx : 8);
+        if (p->state != PP_PK_INFLIGHT && p->state != PP_PK_LOST)
+            continue;
+        if (now - p->first_ns > c->cfg.give_up_ns) {
+            c->failed = 1;
+            snprintf(c->why, sizeof c->why, "rank %u stopped acknowledging (packet %u unacked for "
+                     "%.1f s after %u retransmissions)", c->cfg.peer, psn,
+                     (double)(now - p->first_ns) * 1e-9, p->retx);
+            return 1;
+        }
+        if (limit > c->cfg.rto_max_ns)
+            limit = c->cfg.rto_max_ns;
+        /* A timeout marks a few of the oldest packets per scan, not the
+         * whole window: a receiver that was merely descheduled would
+         * otherwise get the window again (spurious retransmissions). */
+        if (p->state == PP_PK_INFLIGHT && now - p->sent_ns >= limit && marked < 8) {
+            c->st.timeouts++;
+            mark_lost(c, psn, p, 1, now);
+            marked++;
+        }
+    }
+    return 0;
+}
+
+int pp_idle(const pp_conn_t *c) { return !c->tx_head && !c->ack_pending; }
+
+/* --------------------------------------------------------------- receiver */
+
+static inline int bit_get(const uint8_t *b, uint32_t i) { return b[(i % PP_WIN) / 8] >> (i % 8) & 1; }
+static inline void bit_set(uint8_t *b, uint32_t i) { b[(i % PP_WIN) / 8] |= (uint8_t)(1u << (i % 8)); }
+static inline void bit_clr(uint8_t *b, uint32_t i) { b[(i % PP_WIN) / 8] &= (uint8_t)~(1u << (i % 8)); }
+
+static int drop(pp_conn_t *c, int why)
+{
+    c->st.drops[why]++;
+    return why;
+}
+
+/* The message a packet belongs to, made on its first packet; NULL: dropped. */
+static pp_msg_t *rx_msg(pp_conn_t *c, const pp_data_t *d)
+{
+    int32_t md = sdiff(d->msg, c->rcv_msg);
+    pp_msg_t **slot = &c->rmsg[d->msg % PP_WIN], *m;
+    if (md < 0)
+        return drop(c, PP_DROP_INCONS), NULL;   /* new PSN for a delivered message */
+    if (md >= PP_WIN)
+        return drop(c, PP_DROP_WINDOW), NULL;
+    if ((m = *slot) != NULL) {
+        if (m->id != d->msg || m->len != d->msg_len || m->hlen != d->hlen)
+            return drop(c, PP_DROP_INCONS), NULL;
+        return m;
+    }
+    /* Flow control: beyond the buffer cap only the next message to deliver
+     * may start (so progress is always possible); the sender retransmits. */
+    if (md != 0 && c->rx_buffered + d->msg_len > c->cfg.rx_buf_max)
+        return drop(c, PP_DROP_NOBUF), NULL;
+    m = malloc(sizeof *m + d->msg_len);
+    if (!m)
+        return drop(c, PP_DROP_NOBUF), NULL;
+    memset(m, 0, sizeof *m);
+    m->data = (uint8_t *)(m + 1);
+    m->id = d->msg;
+    m->len = d->msg_len;
+    m->hlen = d->hlen;
+    c->rx_buffered += m->len;
+    *slot = m;
+    return m;
+}
+
+static void note_ack(pp_conn_t *c, const pp_data_t *d)
+{
+    c->ack_pending = 1;
+    c->ack_echo_ts = d->h.ts;
+    c->ack_echo_path = d->h.path;
+    c->ack_echo_flags = d->h.flags;
+}
+
+static void rx_data(pp_conn_t *c, uint64_t now, const pp_data_t *d, const uint8_t *payload)
+{
+    int32_t pd = sdiff(d->psn, c->rcv_cum);
+    pp_msg_t *m;
+    if (d->msg_len == 0 || d->msg_len > c->cfg.max_msg || d->hlen == 0 || d->hlen > PP_MAX_HLEN ||
+        d->hlen > d->msg_len || d->len == 0 || d->len > c->cfg.mtu ||
+        (uint64_t)d->off + d->len > d->msg_len || d->chunk != d->off / c->cfg.chunk ||
+        d->h.path >= PP_MAX_PATHS) {
+        drop(c, PP_DROP_BOUNDS);
+        return;
+    }
+    if (pd >= PP_WIN) {
+        drop(c, PP_DROP_WINDOW);
+        return;
+    }
+    if (pd < 0 || bit_get(c->rcv_bits, d->psn)) {
+        drop(c, PP_DROP_DUP);
+        note_ack(c, d);   /* our ACK may have been lost: say it again */
+        return;
+    }
+    if (!(m = rx_msg(c, d)))
+        return;
+    if (m->got + d->len > m->len) {
+        drop(c, PP_DROP_INCONS);
+        return;
+    }
+    memcpy(m->data + d->off, payload, d->len);   /* placed at its offset: no reorder copy */
+    m->got += d->len;
+    bit_set(c->rcv_bits, d->psn);
+    while (bit_get(c->rcv_bits, c->rcv_cum)) {
+        bit_clr(c->rcv_bits, c->rcv_cum);
+        c->rcv_cum++;
+    }
+    c->st.rx_pkts++;
+    c->st.rx_bytes += d->len;
+    note_ack(c, d);
+    if ((d->h.flags & PP_F_RETX) && c->cfg.cc->on_rx_retx)
+        c->cfg.cc->on_rx_retx(c, d->len, now);
+    else if (c->cfg.cc->on_rx_chunk)
+        c->cfg.cc->on_rx_chunk(c, d->len, now);
+}
+
+int pp_parse(const void *pkt, size_t len, uint64_t key, uint32_t me, uint32_t *src, int *type)
+{
+    pp_hdr_t h;
+    if (len < sizeof h)
+        return PP_DROP_TRUNC;
+    memcpy(&h, pkt, sizeof h);
+    if (h.magic != PP_MAGIC || (h.type != PP_T_DATA && h.type != PP_T_ACK))
+        return PP_DROP_MAGIC;
+    if (h.type == PP_T_ACK && len != PP_ACK_LEN)
+        return PP_DROP_TRUNC;
+    if (h.type == PP_T_DATA) {
+        pp_data_t d;
+        if (len < PP_DATA_HDR)
+            return PP_DROP_TRUNC;
+        memcpy(&d, pkt, sizeof d);
+        if (len != PP_DATA_HDR + d.len)
+            return PP_DROP_TRUNC;
+    }
+    if (h.key != key)
+        return PP_DROP_KEY;
+    if (h.dst != me || h.src == me)
+        return PP_DROP_CONN;
+    *src = h.src;
+    *type = h.type;
+    return -1;
+}
+
+void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len)
+{
+    pp_hdr_t h;
+    c->now = now;
+    memcpy(&h, pkt, sizeof h);
+    if (h.src != c->cfg.peer || h.dst != c->cfg.me) {
+        drop(c, PP_DROP_CONN);
+        return;
+    }
+    if (h.epoch != c->cfg.peer_epoch) {
+        drop(c, PP_DROP_STALE);
+        return;
+    }
+    if (h.type == PP_T_DATA) {
+        pp_data_t d;
+        memcpy(&d, pkt, sizeof d);
+        (void)len;
+        rx_data(c, now, &d, (const uint8_t *)pkt + PP_DATA_HDR);
+    } else {
+        pp_ack_t a;
+        memcpy(&a, pkt, sizeof a);
+        rx_ack(c, now, &a);
+    }
+}
+
+int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
+{
+    pp_ack_t a;
+    size_t room;
+    if (!c->ack_pending)
+        return 0;
+    memset(&a, 0, sizeof a);
+    fill_common(c, &a.h, PP_T_ACK, c->ack_echo_path % c->cfg.npaths, now);
+    a.cum = c->rcv_cum;
+    a.echo_ts = c->ack_echo_ts;
+    a.echo_path = c->ack_echo_path;
+    a.echo_flags = c->ack_echo_flags;
+    room = c->rx_buffered < c->cfg.rx_buf_max ? c->cfg.rx_buf_max - c->rx_buffered : 0;
+    a.rwnd = room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
+    a.credit = c->credit_grant;
+    for (int i = 0; i < PP_WIN - 1; i++)
+        if (bit_get(c->rcv_bits, a.cum + 1 + (uint32_t)i))
+            a.sack[i / 8] |= (uint8_t)(1u << (i % 8));
+    memcpy(out->hdr, &a, sizeof a);
+    out->hdr_len = sizeof a;
+    out->payload = NULL;
+    out->len = 0;
+    out->path = a.h.path;
+    c->ack_pending = 0;
+    c->st.acks_tx++;
+    return 1;
+}
+
+pp_msg_t *pp_deliver(pp_conn_t *c)
+{
+    pp_msg_t **slot = &c->rmsg[c->rcv_msg % PP_WIN], *m = *slot;
+    if (!m || m->id != c->rcv_msg || m->got != m->len)
+        return NULL;
+    *slot = NULL;
+    c->rcv_msg++;
+    c->st.rx_msgs++;
+    return m;
+}
+
+int pp_deliver_ready(const pp_conn_t *c)
+{
+    const pp_msg_t *m = c->rmsg[c->rcv_msg % PP_WIN];
+    return m && m->id == c->rcv_msg && m->got == m->len;
+}
+
+void pp_msg_release(pp_conn_t *c, pp_msg_t *m)
+{
+    c->rx_buffered -= m->len;
+    free(m);
+}
+
+void pp_stats(const pp_conn_t *c, pp_stats_t *st)
+{
+    *st = c->st;
+    st->srtt_ns = c->srtt_ns;
+    st->min_rtt_ns = c->min_rtt_ns;
+    st->cwnd = (uint64_t)c->cc.cwnd;
+    st->credit = c->cc.credit > 0 ? (uint64_t)c->cc.credit : 0;
+}

@@ -1,0 +1,86 @@
+/*
+ * lb.c -- load-balancing policies: which of the connection's paths (UDP port
+ * pairs, so ECMP hashes them apart) the next chunk takes.
+ *
+ *  spray    : uniformly random path per chunk, skipping paths that lost a
+ *             packet in the last few RTTs.
+ *  p2c      : power of two choices: sample two paths, take the one with the
+ *             lower smoothed RTT (an unmeasured path wins, so all get probed).
+ *  ackclock : ACK-clocked: an ACK that came back fast (RTT near the
+ *             connection's minimum) clocks out two more chunks on its path,
+ *             a moderately slow one one chunk, a slow one none; with nothing
+ *             clocked, a random path. Needs no per-path window.
+ */
+#include "transport/proto/pp.h"
+
+static int lb_random(pp_conn_t *c, uint64_t now)
+{
+    int n = (int)c->cfg.npaths, p = 0;
+    for (int tries = 0; tries < 4; tries++) {
+        p = (int)(pp_rand(c) % (uint64_t)n);
+        if (c->paths[p].penalty_until <= now)
+            break;
+    }
+    return p;
+}
+
+const pp_lb_ops_t pp_lb_spray = {.name = "spray", .select_path = lb_random};
+
+static uint64_t path_cost(const pp_conn_t *c, int p, uint64_t now)
+{
+    const pp_path_t *pp = &c->paths[p];
+    uint64_t cost = pp->st.srtt_ns;
+    if (pp->penalty_until > now)
+        cost += 1000000000ull;
+    return cost;
+}
+
+static int p2c_select(pp_conn_t *c, uint64_t now)
+{
+    int n = (int)c->cfg.npaths;
+    int a = (int)(pp_rand(c) % (uint64_t)n), b = (int)(pp_rand(c) % (uint64_t)n);
+    return path_cost(c, a, now) <= path_cost(c, b, now) ? a : b;
+}
+
+const pp_lb_ops_t pp_lb_p2c = {.name = "p2c", .select_path = p2c_select};
+
+#define CLOCK_RING (sizeof(((pp_conn_t *)0)->clock_ring) / sizeof(uint16_t))
+
+static int clock_select(pp_conn_t *c, uint64_t now)
+{
+    if (c->clock_head != c->clock_tail)
+        return c->clock_ring[c->clock_tail++ % CLOCK_RING];
+    return lb_random(c, now);
+}
+
+static void clock_push(pp_conn_t *c, int path)
+{
+    if (c->clock_head - c->clock_tail < CLOCK_RING)
+        c->clock_ring[c->clock_head++ % CLOCK_RING] = (uint16_t)path;
+}
+
+static void clock_on_ack(pp_conn_t *c, int path, uint64_t rtt_ns)
+{
+    uint64_t base = c->min_rtt_ns ? c->min_rtt_ns : rtt_ns;
+    if (rtt_ns <= base + base / 4) {
+        clock_push(c, path);
+        clock_push(c, path);
+    } else if (rtt_ns <= 2 * base) {
+        clock_push(c, path);
+    }
+}
+
+const pp_lb_ops_t pp_lb_ackclock = {.name = "ackclock", .select_path = clock_select,
+                                    .on_ack = clock_on_ack};
+
+const pp_lb_ops_t *pp_lb_find(const char *name)
+{
+    static const pp_lb_ops_t *const all[] = {&pp_lb_spray, &pp_lb_p2c, &pp_lb_ackclock};
+    for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) {
+        const char *a = all[i]->name, *b = name;
+        while (*a && *a == *b) a++, b++;
+        if (!*a && !*b)
+            return all[i];
+    }
+    return NULL;
+}

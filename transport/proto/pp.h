@@ -1,0 +1,312 @@
+/*
+ * pp.h -- plait's software reliable multipath protocol, pure logic.
+ *
+ * No syscalls, no clock reads, no sockets: time and packets go in, packets and
+ * decisions come out, so every datapath (UDP today, verbs later) and the
+ * simulator run the same code, and unit tests script it packet by packet.
+ *
+ * One pp_conn_t is one ordered pair (me -> peer and peer -> me): it carries
+ * frames ("messages": a ptl header followed by a payload) reliably and in
+ * order. A message is cut into chunks (the unit of every decision: congestion
+ * window, pacing, path choice) and chunks into packets that fit the path MTU.
+ * Every packet has a packet sequence number (PSN); the receiver returns a
+ * cumulative ACK plus a SACK bitmap of PP_WIN packets, places each payload
+ * straight at its offset in the message's buffer, and hands complete messages
+ * up in message order. Loss is found by a large duplicate count (spraying
+ * reorders) or by a retransmission timeout from the smoothed RTT; a packet
+ * unacknowledged for cfg.give_up_ns fails the connection.
+ *
+ * Congestion control (pp_cc_ops_t) and load balancing (pp_lb_ops_t) are hook
+ * tables chosen at run time. Wire format is host byte order (one job runs on
+ * one endianness); every field is checked on receipt and anything foreign,
+ * stale, truncated or out of bounds is dropped and counted by reason.
+ */
+#ifndef PLAIT_TRANSPORT_PP_H
+#define PLAIT_TRANSPORT_PP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PP_MAGIC     0x31445550u     /* "PUD1": protocol and version */
+#define PP_WIN       1024            /* SACK bitmap / receive window, packets */
+#define PP_MAX_PATHS 256
+#define PP_MAX_HLEN  64              /* largest ptl header inside a message */
+
+enum { PP_T_DATA = 1, PP_T_ACK = 2 };
+enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2 };
+
+/* Header shared by every packet (32 bytes). */
+typedef struct {
+    uint32_t magic;
+    uint8_t  type;
+    uint8_t  flags;
+    uint16_t path;      /* sender's path index (ACKs: path of the packet acked) */
+    uint64_t key;       /* the job key: packets of other jobs are dropped */
+    uint32_t src, dst;  /* ranks: the connection id is (src -> dst) */
+    uint32_t epoch;     /* sender's incarnation, from its address card */
+    uint32_t ts;        /* sender's clock, microseconds (echoed by ACKs) */
+} pp_hdr_t;
+
+typedef struct {
+    pp_hdr_t h;
+    uint32_t psn;
+    uint32_t msg;       /* message id (consecutive, wraps) */
+    uint32_t msg_len;   /* whole message: ptl header + payload */
+    uint32_t off;       /* this packet's bytes start here in the message */
+    uint32_t chunk;     /* off / chunk size: checked */
+    uint16_t len;       /* payload bytes following this header */
+    uint8_t  hlen;      /* ptl header length at the start of the message */
+    uint8_t  rsv;
+} pp_data_t;
+
+typedef struct {
+    pp_hdr_t h;
+    uint32_t cum;       /* next PSN expected: everything before it arrived */
+    uint32_t echo_ts;   /* ts of the packet that triggered this ACK */
+    uint32_t rwnd;      /* bytes the receiver can still buffer */
+    uint32_t credit;    /* receiver-granted bytes (EQDS), cumulative: a lost ACK loses none */
+    uint16_t echo_path;
+    uint8_t  echo_flags;
+    uint8_t  rsv[3];
+    uint32_t rsv2;
+    uint8_t  sack[PP_WIN / 8];   /* bit i: PSN cum + 1 + i arrived */
+} pp_ack_t;
+
+#define PP_DATA_HDR sizeof(pp_data_t)
+#define PP_ACK_LEN  sizeof(pp_ack_t)
+
+/* Why a packet was dropped (counted per connection or per endpoint). */
+enum {
+    PP_DROP_TRUNC = 0,  /* shorter than its header or its length fields say */
+    PP_DROP_MAGIC,      /* not this protocol / version / type */
+    PP_DROP_KEY,        /* another job's key */
+    PP_DROP_CONN,       /* not addressed to this rank, or from an unknown rank */
+    PP_DROP_STALE,      /* an old incarnation (epoch) of the peer */
+    PP_DROP_WINDOW,     /* PSN or message id outside the receive window */
+    PP_DROP_BOUNDS,     /* offset / length / sizes out of bounds */
+    PP_DROP_INCONS,     /* disagrees with earlier packets of the same message */
+    PP_DROP_NOBUF,      /* receiver out of buffer space (flow control) */
+    PP_DROP_BADACK,     /* acknowledges what was never sent */
+    PP_DROP_DUP,        /* a duplicate of a packet already received */
+    PP_DROP_N
+};
+const char *pp_drop_name(int reason);
+
+/* ---------------------------------------------------------- statistics */
+
+typedef struct {
+    uint64_t tx_pkts, tx_bytes, retx_pkts, lost;
+    uint64_t srtt_ns, min_rtt_ns, rtt_samples;
+    uint64_t chunks;
+} pp_path_stats_t;
+
+typedef struct {
+    uint64_t tx_msgs, tx_bytes, tx_pkts, tx_chunks;
+    uint64_t rx_msgs, rx_bytes, rx_pkts;
+    uint64_t retx_fast, retx_timeout;        /* retransmissions by cause */
+    uint64_t loss_events, timeouts;
+    uint64_t acks_tx, acks_rx;
+    uint64_t drops[PP_DROP_N];
+    uint64_t srtt_ns, min_rtt_ns;
+    uint64_t cwnd, credit;                   /* bytes, at the time of reading */
+    uint64_t tx_blocked;                     /* sends refused: buffer full */
+} pp_stats_t;
+
+/* ------------------------------------------------------ configuration */
+
+typedef struct pp_conn pp_conn_t;
+typedef struct pp_cc_ops pp_cc_ops_t;
+typedef struct pp_lb_ops pp_lb_ops_t;
+
+typedef struct {
+    uint64_t key;
+    uint32_t me, peer;
+    uint32_t my_epoch, peer_epoch;
+    uint32_t tx_isn, rx_isn;     /* first PSN and message id each way (both sides agree) */
+    uint32_t chunk;              /* bytes per chunk (PLAIT_CHUNK_SIZE) */
+    uint32_t mtu;                /* largest packet payload (datagram minus headers) */
+    uint32_t npaths;
+    uint32_t dupthresh;          /* fast retransmit after this many later packets SACKed */
+    uint32_t small;              /* messages below this go on one path */
+    uint64_t rto_min_ns, rto_max_ns, give_up_ns;
+    size_t   tx_buf_max;         /* bytes of unacknowledged messages kept (back-pressure) */
+    size_t   rx_buf_max;         /* bytes of incomplete/undelivered messages buffered */
+    size_t   max_msg;            /* largest message */
+    uint64_t init_cwnd;          /* bytes */
+    uint64_t line_rate_bps;      /* for pacing and receiver credits; 0: unknown */
+    uint64_t seed;
+    const pp_cc_ops_t *cc;
+    const pp_lb_ops_t *lb;
+} pp_cfg_t;
+
+/* Fills c with the defaults (the caller sets key, ranks, epochs, isn). */
+void pp_cfg_default(pp_cfg_t *c);
+
+/* -------------------------------------------- congestion control, LB */
+
+typedef struct {
+    uint64_t now;
+    uint32_t acked;       /* bytes newly acknowledged (cumulative or SACK) */
+    uint64_t rtt_ns;      /* sample from the echoed timestamp, 0 if none */
+    int      path;        /* path the sample belongs to */
+    uint64_t inflight;    /* bytes in flight after this ACK */
+} pp_ack_info_t;
+
+struct pp_cc_ops {
+    const char *name;
+    void     (*init)(pp_conn_t *c);
+    uint32_t (*chunk_size)(pp_conn_t *c);
+    uint64_t (*pacing_ns)(pp_conn_t *c, uint32_t bytes);   /* gap after a chunk */
+    int      (*select_path)(pp_conn_t *c, uint64_t now);   /* NULL: the LB's choice */
+    int      (*can_send)(pp_conn_t *c, uint32_t bytes);    /* window / tokens / credit */
+    int      (*allow_retx)(pp_conn_t *c, uint32_t bytes);
+    void     (*on_sent)(pp_conn_t *c, uint32_t bytes);
+    void     (*on_rx_chunk)(pp_conn_t *c, uint32_t bytes, uint64_t now);   /* receiver */
+    void     (*on_rx_retx)(pp_conn_t *c, uint32_t bytes, uint64_t now);    /* receiver */
+    void     (*on_ack)(pp_conn_t *c, const pp_ack_info_t *a);
+    void     (*on_loss)(pp_conn_t *c, int timeout, uint64_t now);
+    void     (*on_credit)(pp_conn_t *c, uint32_t bytes);
+};
+
+struct pp_lb_ops {
+    const char *name;
+    int  (*select_path)(pp_conn_t *c, uint64_t now);
+    void (*on_ack)(pp_conn_t *c, int path, uint64_t rtt_ns);
+    void (*on_loss)(pp_conn_t *c, int path);
+};
+
+extern const pp_cc_ops_t pp_cc_cubic, pp_cc_swift, pp_cc_dgpool, pp_cc_eqds;
+extern const pp_lb_ops_t pp_lb_spray, pp_lb_p2c, pp_lb_ackclock;
+/* By name ("cubic", "swift", "dgpool", "eqds" / "spray", "p2c", "ackclock"); NULL if unknown. */
+const pp_cc_ops_t *pp_cc_find(const char *name);
+const pp_lb_ops_t *pp_lb_find(const char *name);
+
+/* ---------------------------------------------------- connection state */
+
+typedef struct pp_msg {
+    struct pp_msg *next, *prev;
+    uint32_t id, len, hlen;
+    uint32_t queued;     /* sender: bytes cut into packets so far */
+    uint32_t acked;      /* sender: bytes acknowledged */
+    uint32_t got;        /* receiver: bytes placed */
+    uint8_t *data;       /* the message bytes (ptl header, then payload) */
+} pp_msg_t;
+
+enum { PP_PK_FREE = 0, PP_PK_INFLIGHT, PP_PK_LOST, PP_PK_SACKED };
+
+typedef struct {
+    pp_msg_t *msg;
+    uint32_t  off, chunk;
+    uint16_t  len;
+    uint16_t  path;
+    uint8_t   state, retx, chunk_end, rsv;
+    uint64_t  sent_ns, first_ns;
+} pp_pkt_t;
+
+typedef struct {
+    pp_path_stats_t st;
+    uint64_t rttvar_ns;
+    uint64_t penalty_until;   /* recently lost: avoid */
+} pp_path_t;
+
+/* Congestion-control state shared by the policies (each uses what it needs). */
+typedef struct {
+    double   cwnd, ssthresh, wmax, k;     /* bytes; k in seconds (CUBIC) */
+    uint64_t epoch_ns, last_dec_ns;
+    double   w_est;                       /* CUBIC's Reno-friendly estimate */
+    double   prev_rtt, grad;              /* delay gradient (ns, normalized) */
+    double   tokens;                      /* dgpool: connection-level token pool, bytes */
+    double   credit;                      /* eqds: sender's unspent credit, bytes */
+    double   rx_owed;                     /* eqds: receiver's credit to grant, bytes */
+    uint64_t rate_bps;                    /* pacing rate, 0 = unpaced */
+} pp_ccstate_t;
+
+struct pp_conn {
+    pp_cfg_t  cfg;
+    int       failed;             /* give-up reached: the error text is in why */
+    uint64_t  now;                /* time of the latest call (for hooks without one) */
+    char      why[160];
+    uint64_t  rng;
+    pp_stats_t st;
+    pp_path_t *paths;
+
+    /* sender */
+    pp_msg_t *tx_head, *tx_tail;  /* messages not fully acknowledged, in id order */
+    pp_msg_t *tx_cut;             /* first message with bytes not yet packetized */
+    uint32_t  tx_next_msg;
+    size_t    tx_buffered;
+    int       tx_was_blocked;     /* a send was refused: wake the sender when space frees */
+    uint32_t  snd_una, snd_nxt, recover;
+    uint32_t  highest_sacked;
+    uint64_t  hs_sent_ns;         /* when the highest SACKed packet was sent */
+    int       have_sack;
+    uint64_t  inflight;           /* bytes in flight (not acked, not marked lost) */
+    uint64_t  rwnd;               /* receiver's last advertisement */
+    pp_pkt_t *pk;                 /* PP_WIN slots by PSN */
+    uint32_t  nlost;              /* packets marked lost, not resent */
+    uint32_t  lost_scan;          /* PSN to start looking for lost packets */
+    uint32_t  chunk_left, chunk_id;
+    int       chunk_path;
+    uint64_t  next_chunk_ns;      /* pacing */
+    uint64_t  srtt_ns, rttvar_ns, min_rtt_ns;
+    uint64_t  last_rto_scan;
+    pp_ccstate_t cc;
+    uint16_t  clock_ring[512];    /* ackclock: paths whose ACKs came back fast */
+    uint32_t  clock_head, clock_tail;
+
+    /* receiver */
+    uint32_t  rcv_cum, rcv_msg;   /* next PSN expected; next message to hand up */
+    uint8_t   rcv_bits[PP_WIN / 8];   /* by PSN mod PP_WIN, for [rcv_cum, rcv_cum + PP_WIN) */
+    pp_msg_t *rmsg[PP_WIN];       /* by message id mod PP_WIN */
+    size_t    rx_buffered;
+    int       ack_pending;
+    uint32_t  ack_echo_ts;
+    uint16_t  ack_echo_path;
+    uint8_t   ack_echo_flags;
+    uint32_t  credit_grant;       /* EQDS: bytes granted so far (cumulative, wraps) */
+    uint32_t  credit_seen;        /* EQDS sender: the grant total last received */
+};
+
+/* A packet the datapath should transmit: hdr (hdr_len bytes) followed by
+ * payload (len bytes, may point into a message), on path `path`. */
+typedef struct {
+    uint8_t     hdr[PP_ACK_LEN > PP_DATA_HDR ? PP_ACK_LEN : PP_DATA_HDR];
+    size_t      hdr_len;
+    const void *payload;
+    size_t      len;
+    int         path;
+} pp_out_t;
+
+int  pp_conn_init(pp_conn_t *c, const pp_cfg_t *cfg);
+void pp_conn_fini(pp_conn_t *c);
+
+/* Queues one message (copied). 0 queued, 1 back-pressure (nothing queued,
+ * try later), -1 invalid (too large). */
+int  pp_send(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen);
+/* The next packet to transmit now (retransmission first), or 0: none now. */
+int  pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out);
+/* The ACK to send if one is owed (after a batch of received packets), or 0. */
+int  pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out);
+/* Timers (RTO, give-up): returns 1 when the connection just failed. */
+int  pp_poll(pp_conn_t *c, uint64_t now);
+/* Handles one received packet already checked by pp_parse for this conn. */
+void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len);
+/* The next message in order, complete, or NULL; free it with pp_msg_release. */
+pp_msg_t *pp_deliver(pp_conn_t *c);
+/* 1 when pp_deliver would return a message. */
+int  pp_deliver_ready(const pp_conn_t *c);
+void pp_msg_release(pp_conn_t *c, pp_msg_t *m);
+/* Nothing is left to send or acknowledge. */
+int  pp_idle(const pp_conn_t *c);
+/* Fills st (cwnd etc. as of now). */
+void pp_stats(const pp_conn_t *c, pp_stats_t *st);
+
+/* Structural check of a packet before any connection is looked up: returns
+ * -1 when it is well formed (then *src and *type are set), else a PP_DROP_*
+ * reason. me and key: this endpoint's rank and the job key. */
+int  pp_parse(const void *pkt, size_t len, uint64_t key, uint32_t me, uint32_t *src, int *type);
+
+/* Random numbers for policies (xorshift64*), deterministic from cfg.seed. */
+uint64_t pp_rand(pp_conn_t *c);
+
+#endif
