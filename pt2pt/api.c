@@ -96,7 +96,7 @@ static int ppt_setup(ppt_state_t *s)
 {
     PRT_CHECK(prt_cfg_load(&s->cfg));
     prt_log_set_level(s->cfg.log_level);
-    PRT_CHECK(prt_boot_init(&s->job, s->cfg.singleton_ok));
+    PRT_CHECK(prt_boot_init(&s->job, s->cfg.singleton_ok, s->cfg.timeout_s));
     prt_log_set_rank(s->job.rank);
     PRT_CHECK(ptl_shm_setup(&s->shm, &s->job, &s->cfg));
     if (ppt_needs_tcp(s))

@@ -198,13 +198,14 @@ static int boot_pmix(prt_job_t *job, boot_pmix_t *bp)
     return boot_put_key(job);
 }
 
-int prt_boot_init(prt_job_t *job, int singleton_ok)
+int prt_boot_init(prt_job_t *job, int singleton_ok, double timeout_s)
 {
     boot_pmix_t *bp = calloc(1, sizeof *bp);
     int rc;
     if (!bp)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for bootstrap state");
     memset(job, 0, sizeof *job);
+    job->timeout_s = timeout_s;
     job->pmix = bp;
     if (getenv("PMIX_NAMESPACE") == NULL) {
         if (!singleton_ok) {
@@ -256,14 +257,24 @@ static int boot_fence(prt_job_t *job, bool collect)
 {
     boot_pmix_t *bp = job->pmix;
     pmix_proc_t wild;
-    pmix_info_t info;
+    pmix_info_t info[2];
+    size_t ninfo = 1;
     pmix_status_t rc;
     if (job->singleton)
         return PLAIT_OK;
     PMIX_PROC_LOAD(&wild, bp->self.nspace, PMIX_RANK_WILDCARD);
-    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-    rc = PMIx_Fence(&wild, 1, &info, 1);
-    PMIX_INFO_DESTRUCT(&info);
+    PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    if (job->timeout_s > 0) {   /* a rank that died before joining must not hang the rest */
+        int secs = (int)(job->timeout_s + 0.999);
+        PMIX_INFO_LOAD(&info[ninfo], PMIX_TIMEOUT, &secs, PMIX_INT);
+        ninfo++;
+    }
+    rc = PMIx_Fence(&wild, 1, info, ninfo);
+    for (size_t i = 0; i < ninfo; i++)
+        PMIX_INFO_DESTRUCT(&info[i]);
+    if (rc == PMIX_ERR_TIMEOUT)
+        return prt_err(PLAIT_ERR_TIMEOUT, "PMIx Fence timed out after %.0f s (PLAIT_TIMEOUT): a "
+                       "rank did not join the job", job->timeout_s);
     return rc == PMIX_SUCCESS ? PLAIT_OK : boot_pmix_err(rc, "Fence");
 }
 

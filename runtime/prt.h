@@ -139,11 +139,12 @@ typedef struct prt_job {
     char      nspace[256];
     char      tag[48];          /* nspace reduced to [A-Za-z0-9._-] for file names */
     uint64_t  key;              /* random per-job secret, same on every rank */
+    double    timeout_s;        /* PLAIT_TIMEOUT, for fences (0 = none) */
     void     *pmix;             /* opaque PMIx state */
 } prt_job_t;
 
 /* Joins the job (no fence yet); rank 0 puts the job key for prt_boot_read_key. */
-int  prt_boot_init(prt_job_t *job, int singleton_ok);
+int  prt_boot_init(prt_job_t *job, int singleton_ok, double timeout_s);
 /* After the first commit+fence: job->key = the key rank 0 made. */
 int  prt_boot_read_key(prt_job_t *job);
 int  prt_boot_put(prt_job_t *job, const char *key, const void *blob, size_t len);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -99,6 +100,7 @@ static shm_ring_t shm_ring_at(shm_ctl_t *c, int i)
 static int shm_create(shm_t *s)
 {
     prt_job_t *job = s->job;
+    uint32_t salt;
     int fd;
     s->seglen = shm_seg_bytes(s->nlocal, s->nslots, s->slot_size);
     if (s->nlocal == 1) {   /* no peers: only the wake-up word is needed */
@@ -108,7 +110,13 @@ static int shm_create(shm_t *s)
         memset(s->seg, 0, sizeof(shm_ctl_t));
         return PLAIT_OK;
     }
-    snprintf(s->name, sizeof s->name, "/plait-%s-%d", job->tag, job->rank);
+    /* pid and a random part: a job that died before unlinking must not block
+     * a later job that reuses the namespace name (srun, mpirun reuse them).
+     * The "plait-<tag>-" prefix is what plaitrun's cleanup removes. */
+    if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
+        salt = prt_now_ns();
+    snprintf(s->name, sizeof s->name, "/plait-%s-%d-%d-%08x", job->tag, job->rank, (int)getpid(),
+             (unsigned)salt);
     fd = shm_open(s->name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
         return prt_err(PLAIT_ERR_TRANSPORT, "shm_open(%s) failed: %s", s->name, strerror(errno));
