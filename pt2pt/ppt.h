@@ -20,7 +20,7 @@
 
 /* ------------------------------------------------------------ wire format */
 
-enum { PPT_EAGER = 1, PPT_RTS, PPT_CTS, PPT_DATA, PPT_FIN };
+enum { PPT_EAGER = 1, PPT_RTS, PPT_CTS, PPT_DATA, PPT_FIN, PPT_COOP };
 
 /* Header of every pt2pt frame. EAGER frames carry only its first
  * PPT_HDR_EAGER bytes (so header and a small payload share one cache line of
@@ -69,6 +69,8 @@ struct plait_request {
     uint64_t         id;            /* registered in ppt_state_t.reqs while a frame may name it */
     size_t           got;           /* recv, copy path: bytes arrived so far */
     size_t           total;         /* recv, copy path: message length */
+    uint64_t         sid;           /* recv, cooperative copy: the sender's request id */
+    uint64_t         coop;          /* recv, cooperative copy: the transport's handle */
     struct plait_request *prev, *next;   /* posted-receive list or active-collective list */
     /* collectives: progressed by ppt_progress_locked until done */
     int            (*progress)(struct plait_request *req);
@@ -151,6 +153,7 @@ typedef struct ppt_state {
     plait_comm_t    world;
     plait_comm_t    all_comms;       /* every communicator made, freed at finalize */
     plait_request_t coll_head;       /* active non-blocking collectives */
+    plait_request_t coop_head;       /* receives moving data by cooperative copy */
     uint64_t        last_alive_ns;
 } ppt_state_t;
 
@@ -204,6 +207,7 @@ int  ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf
 void ppt_rx_frame(void *ctx, int src_world, const void *hdr, size_t hlen, const void *payload,
                   size_t plen);
 int  ppt_tx_flush_locked(ppt_state_t *s);
+int  ppt_coop_progress(ppt_state_t *s, plait_request_t r);
 void ppt_cancel_locked(ppt_state_t *s, plait_request_t req);
 
 #endif

@@ -169,13 +169,72 @@ static void control(ppt_state_t *s, int world, int type, uint64_t sid, uint64_t 
         prt_log(PRT_LOG_ERROR, "cannot answer rank %d: %s", world, prt_err_text());
 }
 
-/* A matched rendezvous: pull the data, or ask for it through the ring. */
+/* Large enough, and the transport can: receiver and a waiting sender copy the
+ * message together (the COOP frame invites the sender to help). */
+static int rndv_coop(ppt_state_t *s, plait_request_t r, int world, size_t len, size_t n,
+                     uint64_t sid, uint64_t addr)
+{
+    ptl_tl_t *tl = s->tl_of[world];
+    if (!tl->ops->coop_open || !s->cfg.shm_coop_min || n < s->cfg.shm_coop_min ||
+        tl->ops->coop_open(tl, world, addr, r->buf, n, &r->coop) != PLAIT_OK)
+        return 0;
+    r->world = world;
+    r->sid = sid;
+    r->total = len;
+    control(s, world, PPT_COOP, sid, r->coop);
+    r->prev = NULL;
+    r->next = s->coop_head;
+    if (s->coop_head)
+        s->coop_head->prev = r;
+    s->coop_head = r;
+    return 1;   /* the progress loop copies, once the sender had a chance to join */
+}
+
+static void coop_unlink(ppt_state_t *s, plait_request_t r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->coop_head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+/* Copies what is left of a cooperative receive; completes it when every byte is in. */
+int ppt_coop_progress(ppt_state_t *s, plait_request_t r)
+{
+    ptl_tl_t *tl = s->tl_of[r->world];
+    int rc = tl->ops->coop_work(tl, r->world, r->coop, 1);
+    if (rc == 0)
+        return 0;
+    coop_unlink(s, r);
+    tl->ops->coop_close(tl, r->world, r->coop);
+    r->coop = 0;
+    control(s, r->world, PPT_FIN, r->sid, 0);
+    if (rc < 0) {
+        ppt_req_complete(s, r, rc);
+        return 1;
+    }
+    if (r->total > r->len)
+        prt_err(PLAIT_ERR_TRUNCATE, "message of %zu bytes from rank %d (tag %d) truncated to the "
+                "%zu-byte receive buffer", r->total, r->st.source, r->st.tag, r->len);
+    recv_done(s, r, r->st.source, r->st.tag, r->total);
+    return 1;
+}
+
+/* A matched rendezvous: copy together with the sender, pull the data, or ask
+ * for it through the ring. */
 static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, int tag, size_t len,
                        uint64_t sid, uint64_t addr)
 {
     ptl_tl_t *tl = s->tl_of[world];
     size_t n = len < r->len ? len : r->len;
     int rc = PLAIT_ERR_UNSUPPORTED;
+    r->st.source = src;
+    r->st.tag = tag;
+    if (rndv_coop(s, r, world, len, n, sid, addr))
+        return;
     if (n == 0)
         rc = PLAIT_OK;
     else if (tl->ops->get)
@@ -323,6 +382,19 @@ static void rx_data(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
     }
 }
 
+/* The receiver invites this (waiting) sender to help copy: do so now. */
+static void rx_coop(ppt_state_t *s, int world, const ppt_hdr_t *h)
+{
+    plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
+    ptl_tl_t *tl = s->tl_of[world];
+    if (!r || !tl->ops->coop_work) {
+        prt_log(PRT_LOG_DEBUG, "dropped a COOP from rank %d naming no live send", world);
+        return;
+    }
+    if (tl->ops->coop_work(tl, world, h->aux, 0) < 0)
+        prt_log(PRT_LOG_WARN, "%s", prt_err_text());
+}
+
 static void rx_fin(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
     plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
@@ -359,6 +431,7 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
     case PPT_CTS:  rx_cts(s, world, &h); return;
     case PPT_DATA: rx_data(s, world, &h, payload, plen); return;
     case PPT_FIN:  rx_fin(s, world, &h); return;
+    case PPT_COOP: rx_coop(s, world, &h); return;
     default: break;
     }
     prt_log(PRT_LOG_ERROR, "dropped a malformed frame (type %d) from rank %d", h.type, world);
@@ -484,7 +557,12 @@ void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
 {
     if (atomic_load(&req->done))
         return;
-    if (req->kind == PPT_REQ_RECV && !req->id)
+    if (req->kind == PPT_REQ_RECV && req->coop) {
+        ptl_tl_t *tl = s->tl_of[req->world];
+        coop_unlink(s, req);
+        tl->ops->coop_close(tl, req->world, req->coop);
+        req->coop = 0;
+    } else if (req->kind == PPT_REQ_RECV && !req->id)
         ppt_mq_unpost(req->mq, req);
     ppt_req_unregister(s, req);
     if (req->kind == PPT_REQ_SEND && req->world >= 0 && s->tl_of[req->world])

@@ -70,6 +70,10 @@ int ppt_progress_locked(ppt_state_t *s)
         n += s->tls[i]->ops->progress(s->tls[i], ppt_rx_frame, s);
     if (s->ntxq)
         n += ppt_tx_flush_locked(s);
+    for (r = s->coop_head; r; r = next) {
+        next = r->next;
+        n += ppt_coop_progress(s, r);
+    }
     for (r = s->coll_head; r; r = next) {
         next = r->next;
         r->progress(r);

@@ -74,6 +74,7 @@ typedef struct {
     size_t   shm_eager_limit;  /* PLAIT_SHM_EAGER_LIMIT */
     size_t   shm_ring_slots;   /* PLAIT_SHM_RING_SLOTS */
     int      shm_cma;          /* PLAIT_SHM_CMA: 1 use process_vm_readv when permitted */
+    size_t   shm_coop_min;     /* PLAIT_SHM_COOP_MIN: cooperative copy from this size (0 off) */
     long     spin_us;            /* PLAIT_WAIT_SPIN_US */
     long     yield_us;          /* PLAIT_WAIT_YIELD_US */
     int      singleton_ok;     /* PLAIT_SINGLETON: allow size-1 job without PMIx */

@@ -49,6 +49,16 @@ struct ptl_ops {
     int  (*progress)(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx);
     /* Checks that peer is alive: PLAIT_OK or PLAIT_ERR_PEER (with message). */
     int  (*peer_alive)(ptl_tl_t *tl, int peer);
+    /* Cooperative copy (optional, NULL when absent): the receiver of a large
+     * message opens a shared descriptor for moving len bytes from the peer's
+     * address saddr into buf and tells the peer the handle; then both call
+     * coop_work, the receiver (owner = 1) until it returns 1 (every byte in),
+     * the sender (owner = 0) once, to help; the receiver closes it.
+     * coop_open returns PLAIT_ERR_UNSUPPORTED when it cannot (use get). */
+    int  (*coop_open)(ptl_tl_t *tl, int peer, uint64_t saddr, void *buf, size_t len,
+                      uint64_t *handle);
+    int  (*coop_work)(ptl_tl_t *tl, int peer, uint64_t handle, int owner);
+    void (*coop_close)(ptl_tl_t *tl, int peer, uint64_t handle);
     /* Pushes out bytes accepted by send() but not yet handed to the kernel or
      * the peer; returns 1 while some remain. NULL: send() never keeps any. */
     int  (*flush)(ptl_tl_t *tl);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -34,6 +35,28 @@
 #define SHM_MAGIC 0x31534d5449414c50ull /* "PLAITMS1" */
 #define SHM_CARD_KEY "plait.shm"
 #define SHM_BATCH 32   /* frames taken from one ring per progress call: fairness */
+#define SHM_NCOOP 64   /* cooperative-copy descriptors per sending peer */
+#define SHM_COOP_CHUNK (256 * 1024)   /* bytes claimed at a time */
+
+/*
+ * A cooperative copy: the receiver of a large message and its sender move it
+ * together, the receiver reading chunks from the sender (process_vm_readv),
+ * the sender writing chunks into the receiver (process_vm_writev), each
+ * claiming the next chunk from `next`. Two cores copy at once where one
+ * single-copy get is bound by one core's memcpy bandwidth; if the sender is
+ * busy elsewhere the receiver simply claims every chunk itself. Descriptors
+ * live in the receiver's segment, one array per sending peer.
+ */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t next;   /* gen << 32 | next chunk to claim: a claim
+                                           * made for a stale use of the slot fails */
+    _Atomic uint64_t done;                /* bytes copied, by both sides */
+    _Atomic uint64_t redo;                /* 1 + a chunk the sender claimed but could not copy */
+    uint64_t len, nchunks;
+    uint64_t raddr;                       /* receiver's buffer */
+    uint64_t saddr;                       /* sender's buffer */
+    _Atomic uint32_t gen;                 /* odd while open */
+} shm_coop_t;
 
 typedef struct {
     _Atomic uint64_t magic;
@@ -88,7 +111,15 @@ static shm_t *shm_of(ptl_tl_t *tl) { return tl->priv; }
 
 static size_t shm_seg_bytes(int nrings, size_t nslots, size_t slot_size)
 {
-    return sizeof(shm_ctl_t) + (size_t)nrings * nslots * slot_size;
+    return sizeof(shm_ctl_t) + (size_t)nrings * nslots * slot_size +
+           (size_t)nrings * SHM_NCOOP * sizeof(shm_coop_t);
+}
+
+/* Descriptor i of the array for sending peer li, in the segment c. */
+static shm_coop_t *shm_coop_at(shm_ctl_t *c, int li, unsigned i)
+{
+    shm_coop_t *base = (shm_coop_t *)(c->rings + (size_t)c->nrings * c->nslots * c->slot_size);
+    return &base[(size_t)li * SHM_NCOOP + i];
 }
 
 static shm_ring_t shm_ring_at(shm_ctl_t *c, int i)
@@ -428,6 +459,134 @@ static int shm_get(ptl_tl_t *tl, int peer, uint64_t raddr, void *buf, size_t len
     return PLAIT_OK;
 }
 
+/* ------------------------------------------------------- cooperative copy */
+
+static int coop_copy(shm_peer_t *p, const shm_coop_t *d, uint64_t k, int writer)
+{
+    uint64_t off = k * SHM_COOP_CHUNK;
+    size_t n = d->len - off < SHM_COOP_CHUNK ? d->len - off : SHM_COOP_CHUNK;
+    struct iovec mine = {(void *)(uintptr_t)((writer ? d->saddr : d->raddr) + off), n};
+    struct iovec theirs = {(void *)(uintptr_t)((writer ? d->raddr : d->saddr) + off), n};
+    size_t moved = 0;
+    while (moved < n) {
+        ssize_t got = writer ? process_vm_writev(p->pid, &mine, 1, &theirs, 1, 0)
+                             : process_vm_readv(p->pid, &mine, 1, &theirs, 1, 0);
+        if (got <= 0) {
+            if (got < 0 && errno == EINTR)
+                continue;
+            return -1;
+        }
+        moved += (size_t)got;
+        mine.iov_base = (char *)mine.iov_base + got;
+        mine.iov_len -= (size_t)got;
+        theirs.iov_base = (char *)theirs.iov_base + got;
+        theirs.iov_len -= (size_t)got;
+    }
+    atomic_fetch_add_explicit((_Atomic uint64_t *)&d->done, n, memory_order_release);
+    return 0;
+}
+
+/* Claims and copies chunks of the use `gen` of d until none is left. */
+static int coop_claim_all(shm_peer_t *p, shm_coop_t *d, uint32_t gen, int writer)
+{
+    uint64_t v = atomic_load_explicit(&d->next, memory_order_acquire);
+    for (;;) {
+        uint64_t k = v & 0xffffffffu;
+        if ((uint32_t)(v >> 32) != gen || k >= d->nchunks)
+            return 0;
+        if (!atomic_compare_exchange_weak_explicit(&d->next, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        if (coop_copy(p, d, k, writer) != 0) {
+            if (!writer)
+                return prt_err(PLAIT_ERR_TRANSPORT, "reading chunk %llu from rank %d failed: %s",
+                               (unsigned long long)k, p->world, strerror(errno));
+            atomic_store(&d->redo, k + 1);   /* the receiver copies it; stop helping */
+            p->cma = 0;
+            return 0;
+        }
+        v = atomic_load_explicit(&d->next, memory_order_acquire);
+    }
+}
+
+static int shm_coop_open(ptl_tl_t *tl, int peer, uint64_t saddr, void *buf, size_t len,
+                         uint64_t *handle)
+{
+    shm_t *s = shm_of(tl);
+    shm_peer_t *p = &s->peers[s->local_of[peer]];
+    if (!p->cma || len == 0 || len / SHM_COOP_CHUNK >= 0xffffffffu)
+        return PLAIT_ERR_UNSUPPORTED;
+    for (unsigned i = 0; i < SHM_NCOOP; i++) {
+        shm_coop_t *d = shm_coop_at(s->seg, s->local_of[peer], i);
+        uint32_t gen = atomic_load_explicit(&d->gen, memory_order_relaxed);
+        if (gen & 1)
+            continue;
+        gen++;
+        d->len = len;
+        d->nchunks = (len + SHM_COOP_CHUNK - 1) / SHM_COOP_CHUNK;
+        d->raddr = (uint64_t)(uintptr_t)buf;
+        d->saddr = saddr;
+        atomic_store_explicit(&d->done, 0, memory_order_relaxed);
+        atomic_store_explicit(&d->redo, 0, memory_order_relaxed);
+        atomic_store_explicit(&d->gen, gen, memory_order_relaxed);
+        atomic_store_explicit(&d->next, (uint64_t)gen << 32, memory_order_release);
+        *handle = (uint64_t)gen << 8 | i;
+        return PLAIT_OK;
+    }
+    return PLAIT_ERR_UNSUPPORTED;   /* all descriptors busy: a plain get will do */
+}
+
+/* Receiver (owner = 1): copies what is left; 1 once every byte is in, 0 while
+ * the sender still copies a chunk. Sender (owner = 0): helps until nothing is
+ * left to claim; always 0. A handle that names no open use is ignored. */
+static int shm_coop_work(ptl_tl_t *tl, int peer, uint64_t handle, int owner)
+{
+    shm_t *s = shm_of(tl);
+    shm_peer_t *p = &s->peers[s->local_of[peer]];
+    unsigned i = (unsigned)(handle & 0xff);
+    uint32_t gen = (uint32_t)(handle >> 8);
+    shm_coop_t *d;
+    if (i >= SHM_NCOOP || !(gen & 1))
+        return prt_err(PLAIT_ERR_TRANSPORT, "bad cooperative-copy handle from rank %d", peer);
+    if (!owner) {
+        if (p->cma)
+            coop_claim_all(p, shm_coop_at(p->seg, s->me, i), gen, 1);
+        return 0;
+    }
+    d = shm_coop_at(s->seg, s->local_of[peer], i);
+    PRT_CHECK(coop_claim_all(p, d, gen, 0));
+    if (atomic_load(&d->redo)) {
+        uint64_t k = atomic_exchange(&d->redo, 0) - 1;
+        if (coop_copy(p, d, k, 0) != 0)
+            return prt_err(PLAIT_ERR_TRANSPORT, "reading chunk %llu from rank %d failed: %s",
+                           (unsigned long long)k, peer, strerror(errno));
+    }
+    return atomic_load_explicit(&d->done, memory_order_acquire) == d->len;
+}
+
+/* Frees the descriptor. After a failure or a cancel, no new chunk may be
+ * claimed and a chunk the sender is copying must finish before the buffer
+ * goes back to the caller: wait for it (bounded; a stuck sender leaks the slot). */
+static void shm_coop_close(ptl_tl_t *tl, int peer, uint64_t handle)
+{
+    shm_t *s = shm_of(tl);
+    shm_peer_t *p = &s->peers[s->local_of[peer]];
+    shm_coop_t *d = shm_coop_at(s->seg, s->local_of[peer], (unsigned)(handle & 0xff));
+    uint32_t gen = (uint32_t)(handle >> 8);
+    uint64_t v = atomic_exchange(&d->next, (uint64_t)gen << 32 | 0xffffffffu);
+    uint64_t claimed = (v & 0xffffffffu) < d->nchunks ? (v & 0xffffffffu) : d->nchunks;
+    uint64_t want = claimed * SHM_COOP_CHUNK < d->len ? claimed * SHM_COOP_CHUNK : d->len;
+    uint64_t until = prt_now_ns() + 1000000000ull;
+    while (atomic_load(&d->done) < want && !atomic_load(&d->redo) && prt_now_ns() < until)
+        sched_yield();
+    if (atomic_load(&d->done) < want && !atomic_load(&d->redo)) {
+        prt_log(PRT_LOG_WARN, "rank %d never finished its part of a copy: descriptor leaked",
+                p->world);
+        return;
+    }
+    atomic_store_explicit(&d->gen, gen + 1, memory_order_release);
+}
+
 static int shm_exited(shm_peer_t *p)
 {
     if (p->pidfd >= 0) {
@@ -498,6 +657,9 @@ const ptl_ops_t ptl_shm_ops = {
     .get = shm_get,
     .progress = shm_progress,
     .peer_alive = shm_peer_alive,
+    .coop_open = shm_coop_open,
+    .coop_work = shm_coop_work,
+    .coop_close = shm_coop_close,
     .fini = shm_fini,
 };
 
