@@ -75,19 +75,21 @@ static int ppt_world(ppt_state_t *s)
     return PLAIT_OK;
 }
 
-/* TCP carries every pair when forced (PLAIT_TRANSPORT=tcp). */
+/* TCP carries ranks of other hosts, or every pair when forced. It stays the
+ * default between hosts until the multipath UDP transport, measured slower on
+ * loopback today (docs/PERFORMANCE.md), catches up. */
 static int ppt_needs_tcp(const ppt_state_t *s)
 {
-    return s->cfg.transport == PRT_TRANSPORT_TCP && s->job.size > 1;
-}
-
-/* The multipath UDP transport carries ranks of other hosts, or every pair
- * when forced (PLAIT_TRANSPORT=udp; loopback inside a host). */
-static int ppt_needs_udp(const ppt_state_t *s)
-{
-    if (s->cfg.transport == PRT_TRANSPORT_UDP)
+    if (s->cfg.transport == PRT_TRANSPORT_TCP)
         return s->job.size > 1;
     return s->cfg.transport == PRT_TRANSPORT_AUTO && s->job.local_size < s->job.size;
+}
+
+/* The multipath UDP transport carries every pair when asked for
+ * (PLAIT_TRANSPORT=udp; loopback inside a host). */
+static int ppt_needs_udp(const ppt_state_t *s)
+{
+    return s->cfg.transport == PRT_TRANSPORT_UDP && s->job.size > 1;
 }
 
 /* Bootstrap, shared-memory wiring (two fences: cards, then "all mapped"),

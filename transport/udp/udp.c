@@ -35,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "transport/udp/udp.h"
@@ -67,10 +68,12 @@ typedef struct {
 typedef struct udp udp_t;
 
 typedef struct {
-    udp_t    *u;
-    int       id, epfd;
-    pthread_t thread;
-    int       started;
+    udp_t      *u;
+    int         id, epfd;
+    int         kickfd;                      /* eventfd: callers -> this engine */
+    _Atomic int sleeping;
+    pthread_t   thread;
+    int         started;
 } udp_engine_t;
 
 struct udp {
@@ -84,8 +87,7 @@ struct udp {
     udp_card_t     card;
     udp_peer_t    *peers;                    /* by world rank */
     udp_engine_t   eng[UDP_MAX_ENG];
-    int            kickfd;                   /* eventfd: caller -> engines */
-    _Atomic int    stop, sleeping, rx_ready;
+    _Atomic int    stop, rx_ready;
     _Atomic uint64_t drops[PP_DROP_N];       /* packets no connection could take */
 };
 
@@ -169,7 +171,8 @@ int ptl_udp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg, ptl_tl_
     u->job = job;
     u->waker = waker;
     u->cfg = *cfg;
-    u->kickfd = -1;
+    for (int e = 0; e < UDP_MAX_ENG; e++)
+        u->eng[e].kickfd = u->eng[e].epfd = -1;
     for (int i = 0; i < PP_MAX_PATHS; i++)
         u->fds[i] = -1;
     u->npaths = cfg->udp_paths < 1 ? 1 : cfg->udp_paths > PP_MAX_PATHS ? PP_MAX_PATHS
@@ -283,16 +286,14 @@ int ptl_udp_connect(ptl_tl_t *tl)
         if (r != u->job->rank)
             PRT_CHECK(udp_connect_peer(u, r));
     }
-    u->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (u->kickfd < 0)
-        return prt_err(PLAIT_ERR_TRANSPORT, "udp: eventfd: %s", strerror(errno));
     for (int e = 0; e < u->neng; e++) {
         udp_engine_t *g = &u->eng[e];
         g->u = u;
         g->id = e;
         g->epfd = epoll_create1(EPOLL_CLOEXEC);
-        ev.data.fd = u->kickfd;
-        if (g->epfd < 0 || epoll_ctl(g->epfd, EPOLL_CTL_ADD, u->kickfd, &ev) != 0)
+        g->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        ev.data.fd = g->kickfd;
+        if (g->epfd < 0 || g->kickfd < 0 || epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->kickfd, &ev) != 0)
             return prt_err(PLAIT_ERR_TRANSPORT, "udp: epoll: %s", strerror(errno));
         for (int i = e; i < u->npaths; i += u->neng) {
             ev.data.fd = u->fds[i];
@@ -307,11 +308,14 @@ int ptl_udp_connect(ptl_tl_t *tl)
 
 /* ------------------------------------------------------------- engines */
 
-static void udp_kick(udp_t *u)
+/* Wakes engine e if it sleeps (seq_cst: pairs with the engine's store of
+ * sleeping before its last look for work, so no kick is lost). */
+static void udp_kick(udp_t *u, int e)
 {
-    if (atomic_load(&u->sleeping)) {
+    udp_engine_t *g = &u->eng[e];
+    if (atomic_load(&g->sleeping)) {
         uint64_t one = 1;
-        ssize_t n = write(u->kickfd, &one, sizeof one);
+        ssize_t n = write(g->kickfd, &one, sizeof one);
         (void)n;
     }
 }
@@ -459,26 +463,32 @@ static int udp_busy(udp_t *u, int e)
 {
     for (int r = e; r < u->job->size; r += u->neng) {
         udp_peer_t *p = &u->peers[r];
-        if (p->up && (p->conn.tx_head || p->conn.nlost) && !p->conn.failed)
+        int busy;
+        if (!p->up)
+            continue;
+        pthread_mutex_lock(&p->lock);
+        busy = (p->conn.tx_head || p->conn.nlost) && !p->conn.failed;
+        pthread_mutex_unlock(&p->lock);
+        if (busy)
             return 1;
     }
     return 0;
 }
 
-static void udp_engine_idle(udp_engine_t *g, int busy)
+static void udp_engine_idle(udp_engine_t *g)
 {
     udp_t *u = g->u;
     struct epoll_event ev[8];
     /* With data in flight the timers need us within a quarter RTO; idle, only
-     * a packet or a caller's kick can create work. */
-    struct timespec ts = {0, (long)(u->cfg.udp_rto_min_us * 250)};
+     * a packet or a caller's kick creates work (the 20 ms bound is a guard). */
+    struct timespec busy = {0, (long)(u->cfg.udp_rto_min_us * 250)}, idle = {0, 20000000};
     uint64_t junk;
     int n;
-    atomic_store(&u->sleeping, 1);
-    n = epoll_pwait2(g->epfd, ev, 8, busy ? &ts : NULL, NULL);
-    atomic_store(&u->sleeping, 0);
+    atomic_store(&g->sleeping, 1);
+    n = epoll_pwait2(g->epfd, ev, 8, udp_busy(u, g->id) ? &busy : &idle, NULL);
+    atomic_store(&g->sleeping, 0);
     for (int i = 0; i < n; i++)
-        if (ev[i].data.fd == u->kickfd && read(u->kickfd, &junk, sizeof junk) < 0)
+        if (ev[i].data.fd == g->kickfd && read(g->kickfd, &junk, sizeof junk) < 0)
             break;
 }
 
@@ -515,7 +525,7 @@ static void *udp_engine_main(void *arg)
         if (!idle_since)
             idle_since = now;
         if (now - idle_since > 50000)   /* spin 50 us for latency, then sleep */
-            udp_engine_idle(g, udp_busy(u, g->id));
+            udp_engine_idle(g);
     }
     free(bufs);
     free(b);
@@ -542,7 +552,7 @@ static int udp_send(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, const v
     if (rc < 0)
         return prt_err(PLAIT_ERR_INTERNAL, "udp: frame of %zu+%zu bytes too large", hlen, plen);
     if (rc == 0)
-        udp_kick(u);
+        udp_kick(u, dst % u->neng);
     return rc;
 }
 
@@ -576,8 +586,8 @@ static int udp_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
             n++;
         }
     }
-    if (n)
-        udp_kick(u);   /* buffer space freed: the window may open */
+    for (int e = 0; n && e < u->neng; e++)
+        udp_kick(u, e);   /* buffer space freed: the window may open */
     return n;
 }
 
@@ -596,20 +606,49 @@ static int udp_peer_alive(ptl_tl_t *tl, int peer)
     return PLAIT_OK;
 }
 
+/* Lets the engines finish sending what callers handed over (a peer still
+ * waits for our last frames, e.g. finalize's barrier) until every connection
+ * is acknowledged, failed, or a bounded time passed (a peer that already
+ * left never acknowledges). */
+static void udp_linger(udp_t *u)
+{
+    uint64_t end = prt_now_ns() + 3000000000ull;
+    int pending = 1;
+    while (pending && u->peers && prt_now_ns() < end) {
+        pending = 0;
+        for (int r = 0; r < u->job->size && !pending; r++) {
+            udp_peer_t *p = &u->peers[r];
+            if (!p->up)
+                continue;
+            pthread_mutex_lock(&p->lock);
+            pending = p->conn.tx_head && !p->conn.failed;
+            pthread_mutex_unlock(&p->lock);
+        }
+        if (pending) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
 static void udp_fini(ptl_tl_t *tl)
 {
     udp_t *u = udp_of(tl);
     uint64_t one = 1;
     if (!u)
         return;
+    udp_linger(u);
     atomic_store(&u->stop, 1);
-    if (u->kickfd >= 0 && write(u->kickfd, &one, sizeof one) < 0)
-        prt_log(PRT_LOG_DEBUG, "udp: kick at finalize: %s", strerror(errno));
     for (int e = 0; e < u->neng; e++) {
-        if (u->eng[e].started)
-            pthread_join(u->eng[e].thread, NULL);
-        if (u->eng[e].epfd > 0)
-            close(u->eng[e].epfd);
+        udp_engine_t *g = &u->eng[e];
+        if (g->kickfd >= 0 && write(g->kickfd, &one, sizeof one) < 0)
+            prt_log(PRT_LOG_DEBUG, "udp: kick at finalize: %s", strerror(errno));
+        if (g->started)
+            pthread_join(g->thread, NULL);
+        if (g->epfd >= 0)
+            close(g->epfd);
+        if (g->kickfd >= 0)
+            close(g->kickfd);
     }
     for (int r = 0; u->peers && r < u->job->size; r++) {
         if (u->peers[r].up)
@@ -619,8 +658,6 @@ static void udp_fini(ptl_tl_t *tl)
     for (int i = 0; i < u->npaths; i++)
         if (u->fds[i] >= 0)
             close(u->fds[i]);
-    if (u->kickfd >= 0)
-        close(u->kickfd);
     free(u->peers);
     free(u);
     tl->priv = NULL;
