@@ -41,7 +41,6 @@ typedef struct pcoll_sched {
     plait_request_t *inner;          /* the current round's transfer requests */
     int             *inner_op;       /* ... and the op index of each */
     int              ninner;
-    int              waiting_world;  /* world rank of a peer the round waits for */
     void           **tmp;            /* buffers the schedule owns, freed with it */
     int              ntmp, captmp;
 } pcoll_sched_t;

@@ -14,9 +14,7 @@
  * caller's buffers.
  *
  * The pt2pt progress loop calls sched_progress for every active collective;
- * blocking collectives wait on the same request, whose world rank is kept at
- * the peer of a transfer still running, so the wait's dead-peer check asks
- * about the rank the collective needs now rather than about every rank. A failed transfer, or a
+ * blocking collectives wait on the same request. A failed transfer, or a
  * receive that got fewer bytes than the schedule expects (ranks passed
  * different counts), fails the collective with a message naming the cause.
  */
@@ -230,13 +228,8 @@ static int sched_round_status(pcoll_sched_t *sc, const char *what)
     for (int i = 0; i < sc->ninner; i++) {
         plait_request_t r = sc->inner[i];
         const pcoll_op_t *op = &sc->ops[sc->inner_op[i]];
-        if (!atomic_load_explicit(&r->done, memory_order_acquire)) {
-            /* the peer the collective waits for now: the wait loop's
-             * liveness check looks at it only, so ranks that finished their
-             * part and exited (after finalize's barrier) are no failure */
-            sc->waiting_world = sc->comm->world_of[op->peer];
+        if (!atomic_load_explicit(&r->done, memory_order_acquire))
             return 1;
-        }
         if (rc != PLAIT_OK)
             continue;
         if (r->rc != PLAIT_OK)
@@ -257,10 +250,8 @@ static int sched_progress(plait_request_t req)
     pcoll_sched_t *sc = req->coll;
     while (sc->round < sc->nrounds) {
         int rc = sched_round_status(sc, req->what);
-        if (rc == 1) {
-            req->world = sc->waiting_world;
+        if (rc == 1)
             return 0;
-        }
         sched_drop_inner(sc);
         if (rc == PLAIT_OK) {
             sched_run_locals(sc);
