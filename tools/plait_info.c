@@ -21,6 +21,7 @@
 #endif
 
 #include "plait.h"
+#include "coll/pcoll.h"
 #include "runtime/prt.h"
 #include "transport/ptl.h"
 
@@ -433,6 +434,7 @@ static void ptool_usage(FILE *out)
         "environment holds a value the library would reject.\n"
         "\n"
         "  -s, --settings   only the settings\n"
+        "  -a, --algorithms only the collectives' algorithm selection table\n"
         "  -p, --parsable   one key:value record per line\n"
         "  -j, --json       JSON on stdout\n"
         "  -V, --version    print the version and exit\n"
@@ -466,6 +468,14 @@ static void ptool_report_invalid(const ptool_info_t *in)
     }
 }
 
+/* The collectives' algorithm selection table (coll/select.c). */
+static void ptool_text_algorithms(void)
+{
+    printf("\n");
+    fflush(stdout);
+    pcoll_selection_print(stdout);
+}
+
 static void ptool_print(const ptool_info_t *in, int fmt, int all)
 {
     if (fmt == PTOOL_FMT_JSON) {
@@ -482,6 +492,8 @@ static void ptool_print(const ptool_info_t *in, int fmt, int all)
         ptool_text_topo(&in->topo);
     }
     ptool_text_settings(in);
+    if (all)
+        ptool_text_algorithms();
 }
 
 int main(int argc, char **argv)
@@ -489,12 +501,14 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"settings", no_argument, NULL, 's'}, {"parsable", no_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},     {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0}};
+        {"help", no_argument, NULL, 'h'},     {"algorithms", no_argument, NULL, 'a'},
+        {NULL, 0, NULL, 0}};
     int c, fmt = PTOOL_FMT_TEXT, all = 1;
     ptool_info_t info;
 
-    while ((c = getopt_long(argc, argv, "spjVh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "spjVha", longopts, NULL)) != -1) {
         switch (c) {
+        case 'a': ptool_text_algorithms(); return 0;
         case 's': all = 0; break;
         case 'p': fmt = PTOOL_FMT_PARSABLE; break;
         case 'j': fmt = PTOOL_FMT_JSON; break;
