@@ -9,9 +9,6 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-PACKAGES="autoconf automake libtool pkg-config libpmix-dev libpmix-bin libhwloc-dev hwloc
-          libibverbs-dev openmpi-bin libopenmpi-dev slurm-wlm slurmd slurmctld munge nftables
-          iptables ethtool iproute2 psmisc procps"
 JOBS=${JOBS:-2}
 
 # A failed step still ends with a summary line, so every consumer can parse it.
@@ -21,24 +18,8 @@ step_failed() {
     exit 1
 }
 
-missing_packages() {
-    local p
-    for p in $PACKAGES; do
-        [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] || echo "$p"
-    done
-}
-
-missing=$(missing_packages)
-if [ -n "$missing" ]; then
-    echo "=== ci.sh: installing $(echo "$missing" | tr '\n' ' ')"
-    [ "$(id -u)" = 0 ] || step_failed "package installation (needs root)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q || step_failed "apt-get update"
-    # shellcheck disable=SC2086
-    apt-get install -y -q --no-install-recommends $missing || step_failed "apt-get install"
-else
-    echo "=== ci.sh: all packages present"
-fi
+# The package list lives in one place, shared with bench/quickstart.sh.
+scripts/install-deps.sh || step_failed "package installation"
 
 echo "=== ci.sh: ./autogen.sh"
 ./autogen.sh || step_failed "./autogen.sh"
