@@ -443,18 +443,12 @@ static void plr_d_hello(plr_job_t *job, int slot)
 {
     plr_daemon_t *d = plr_d(job);
     plr_conn_t *c = d->pending[slot];
-    plr_msg_hdr_t h;
-    const char *p;
-    bool gone = plr_conn_read(c) != 0;
-    if (!plr_conn_next(c, &h, &p)) {
-        if (gone)
-            plr_d_refuse(job, slot);
+    uint32_t node = 0;
+    int rc = plr_hello_take(c, d->secret, &node);
+    int k = (int)node - (job->mynode + 1) * job->opts.fanout;
+    if (rc == 0)
         return;
-    }
-    plr_unpack_t u = { p, h.len, 0, false };
-    const char *secret = h.type == PLR_MSG_HELLO ? plr_get_str(&u) : "";
-    int k = (int)plr_get_u32(&u) - (job->mynode + 1) * job->opts.fanout;
-    if (u.bad || !plr_secret_eq(secret, d->secret) || k < 0 || k >= d->nchildren || d->child[k]) {
+    if (rc < 0 || k < 0 || k >= d->nchildren || d->child[k]) {
         plr_d_refuse(job, slot);
         return;
     }
@@ -467,17 +461,7 @@ static void plr_d_hello(plr_job_t *job, int slot)
 
 static void plr_d_accept(plr_daemon_t *d)
 {
-    int fd;
-    while ((fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-        int s;
-        for (s = 0; s < PLR_DMAX_PENDING && d->pending[s]; s++)
-            ;
-        if (s == PLR_DMAX_PENDING || (d->pending[s] = plr_conn_new(fd, -3)) == NULL) {
-            close(fd);
-            continue;
-        }
-        d->pending[s]->deadline = plr_now() + PLR_HELLO_TIMEOUT;
-    }
+    plr_accept_pending(d->lfd, d->pending, PLR_DMAX_PENDING);
 }
 
 /* k: child number, or -1 for the parent. */

@@ -500,18 +500,11 @@ static void plr_head_hello(plr_job_t *job, int slot)
 {
     plr_head_t *hd = plr_head_of(job);
     plr_conn_t *c = hd->pending[slot];
-    plr_msg_hdr_t h;
-    const char *p;
-    bool gone = plr_conn_read(c) != 0;
-    if (!plr_conn_next(c, &h, &p)) {
-        if (gone)
-            plr_head_refuse(hd, slot);
+    uint32_t node = 0;
+    int rc = plr_hello_take(c, hd->secret, &node);
+    if (rc == 0)
         return;
-    }
-    plr_unpack_t u = { p, h.len, 0, false };
-    const char *secret = h.type == PLR_MSG_HELLO ? plr_get_str(&u) : "";
-    uint32_t node = plr_get_u32(&u);
-    if (u.bad || !plr_secret_eq(secret, hd->secret) || node >= (uint32_t)job->nnodes ||
+    if (rc < 0 || node >= (uint32_t)job->nnodes ||
         plr_tree_parent((int)node, job->opts.fanout) != -1 || hd->child[node] || hd->lost[node]) {
         plr_head_refuse(hd, slot);
         return;
@@ -526,17 +519,7 @@ static void plr_head_hello(plr_job_t *job, int slot)
 
 static void plr_head_accept(plr_head_t *hd, int lfd)
 {
-    int fd;
-    while ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-        int s;
-        for (s = 0; s < PLR_MAX_PENDING && hd->pending[s]; s++)
-            ;
-        if (s == PLR_MAX_PENDING || (hd->pending[s] = plr_conn_new(fd, -3)) == NULL) {
-            close(fd);                     /* too many unauthenticated connections */
-            continue;
-        }
-        hd->pending[s]->deadline = plr_now() + PLR_HELLO_TIMEOUT;
-    }
+    plr_accept_pending(lfd, hd->pending, PLR_MAX_PENDING);
 }
 
 static void plr_head_child_io(plr_job_t *job, int node, short revents)

@@ -320,6 +320,39 @@ bool plr_secret_eq(const char *a, const char *b)
     return d == 0;
 }
 
+/* Reads a pending connection's first message. 1: a HELLO proving `secret`,
+ * with the node number it claims in *node; 0: not complete yet; -1: refuse it
+ * (closed, not a HELLO, wrong secret, malformed). */
+int plr_hello_take(plr_conn_t *c, const char *secret, uint32_t *node)
+{
+    plr_msg_hdr_t h;
+    const char *p;
+    bool gone = plr_conn_read(c) != 0;
+    if (!plr_conn_next(c, &h, &p))
+        return gone ? -1 : 0;
+    plr_unpack_t u = { p, h.len, 0, false };
+    const char *got = h.type == PLR_MSG_HELLO ? plr_get_str(&u) : "";
+    *node = plr_get_u32(&u);
+    return !u.bad && plr_secret_eq(got, secret) ? 1 : -1;
+}
+
+/* Accepts every waiting connection on lfd into a free slot of pending[n],
+ * each with a deadline for its HELLO; the rest are closed at once. */
+void plr_accept_pending(int lfd, plr_conn_t **pending, int n)
+{
+    int fd;
+    while ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+        int s;
+        for (s = 0; s < n && pending[s]; s++)
+            ;
+        if (s == n || (pending[s] = plr_conn_new(fd, -3)) == NULL) {
+            close(fd);                     /* too many unauthenticated connections */
+            continue;
+        }
+        pending[s]->deadline = plr_now() + PLR_HELLO_TIMEOUT;
+    }
+}
+
 /* ------------------------------------------------------------ loop hooks */
 
 int plr_net_fill(plr_job_t *job, struct pollfd *fds, int max)

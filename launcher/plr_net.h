@@ -90,6 +90,8 @@ int  plr_tcp_connect(const char *addr, int port, double secs);
 int  plr_tcp_local_addr(int fd, char *addr, size_t len);
 void plr_secret_new(char out[PLR_SECRET_LEN + 1]);
 bool plr_secret_eq(const char *a, const char *b);
+int  plr_hello_take(plr_conn_t *c, const char *secret, uint32_t *node);
+void plr_accept_pending(int lfd, plr_conn_t **pending, int n);
 
 /* Head and daemon parts of the main loop's network hooks. */
 int  plr_head_fill(plr_job_t *job, struct pollfd *fds, int max);
