@@ -117,13 +117,16 @@ static int coll_build(pcoll_sched_t *sc, const pcoll_args_t *a, int algo)
     case PCOLL_ALLREDUCE:
         return algo == PCOLL_AR_RING ? pcoll_allreduce_ring(sc, a)
              : algo == PCOLL_AR_RABENSEIFNER ? pcoll_allreduce_rabenseifner(sc, a)
+             : algo == PCOLL_AR_SHM ? pcoll_allreduce_shm(sc, a)
              : pcoll_allreduce_rd(sc, a);
     case PCOLL_ALLGATHER:
         return algo == PCOLL_AG_RD ? pcoll_allgather_rd(sc, a)
              : algo == PCOLL_AG_BRUCK ? pcoll_allgather_bruck(sc, a)
+             : algo == PCOLL_AG_SHM ? pcoll_allgather_shm(sc, a)
              : pcoll_allgather_ring(sc, a);
     case PCOLL_REDUCE_SCATTER:
         return algo == PCOLL_RS_HALVING ? pcoll_reduce_scatter_halving(sc, a)
+             : algo == PCOLL_RS_SHM ? pcoll_reduce_scatter_shm(sc, a)
              : pcoll_reduce_scatter_ring(sc, a);
     case PCOLL_BCAST:
         return algo == PCOLL_BC_SCATTER_ALLGATHER ? pcoll_bcast_scatter_allgather(sc, a)

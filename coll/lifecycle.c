@@ -38,6 +38,7 @@ int plait_finalize(void)
         brc = ppt_quiesce_locked(s, s->cfg.timeout_s > 0 ? s->cfg.timeout_s : 30);
     pthread_mutex_unlock(&s->lock);
     rc = ppt_fini();
+    pcoll_pool_drain();
     pthread_mutex_unlock(&lifecycle_lock);
     return brc != PLAIT_OK ? brc : rc;
 }

@@ -16,7 +16,12 @@
 /* What one step of a schedule does. Transfers run concurrently within their
  * round; local steps run, in the order added, once every transfer of their
  * round has completed (a round may have only local steps). */
-enum { PCOLL_SEND = 1, PCOLL_RECV, PCOLL_REDUCE, PCOLL_COPY, PCOLL_SCALE };
+enum { PCOLL_SEND = 1, PCOLL_RECV, PCOLL_REDUCE, PCOLL_COPY, PCOLL_SCALE, PCOLL_FUNC };
+
+struct pcoll_sched;
+/* A FUNC step: any local work (the shared-memory algorithms read peers'
+ * buffers in one); a non-OK return fails the collective. */
+typedef int (*pcoll_func_t)(struct pcoll_sched *sc, void *arg);
 
 typedef struct {
     int          kind;
@@ -25,6 +30,7 @@ typedef struct {
     size_t       len;      /* transfers and COPY: bytes; REDUCE/SCALE: elements */
     const void  *a, *b;    /* REDUCE: buf = a op b (elementwise; buf may alias a or b);
                             * COPY: a is the source */
+    pcoll_func_t fn;       /* FUNC: called with buf */
 } pcoll_op_t;
 
 typedef struct pcoll_sched {
@@ -42,6 +48,7 @@ typedef struct pcoll_sched {
     int             *inner_op;       /* ... and the op index of each */
     int              ninner;
     void           **tmp;            /* buffers the schedule owns, freed with it */
+    size_t          *tmpcap;         /* ... and their sizes (they go back to the pool) */
     int              ntmp, captmp;
 } pcoll_sched_t;
 
@@ -62,6 +69,10 @@ void pcoll_sched_scale(pcoll_sched_t *sc, void *buf, size_t count);
 /* A buffer of len bytes owned by the schedule (NULL and sc->err set on failure). */
 void *pcoll_sched_tmp(pcoll_sched_t *sc, size_t len);
 void pcoll_sched_end_round(pcoll_sched_t *sc);
+/* A FUNC step: fn(sc, arg) runs with the round's other local steps. */
+void pcoll_sched_func(pcoll_sched_t *sc, pcoll_func_t fn, void *arg);
+/* Frees the buffers kept for reuse by pcoll_sched_tmp (at finalize). */
+void pcoll_pool_drain(void);
 /* Wraps the schedule into a request progressed by the pt2pt progress loop;
  * takes ownership of sc (freed on failure too). */
 int  pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_t *req);
@@ -94,9 +105,9 @@ enum { PCOLL_BARRIER, PCOLL_BCAST, PCOLL_REDUCE_C, PCOLL_ALLREDUCE, PCOLL_ALLGAT
 /* Algorithm ids per collective. Their order (after AUTO = 0) is the order of
  * the choices of the PLAIT_<COLL>_ALGO settings in runtime/config.c. */
 enum { PCOLL_AUTO = 0 };
-enum { PCOLL_AR_RD = 1, PCOLL_AR_RING, PCOLL_AR_RABENSEIFNER };
-enum { PCOLL_AG_RING = 1, PCOLL_AG_RD, PCOLL_AG_BRUCK };
-enum { PCOLL_RS_RING = 1, PCOLL_RS_HALVING };
+enum { PCOLL_AR_RD = 1, PCOLL_AR_RING, PCOLL_AR_RABENSEIFNER, PCOLL_AR_SHM };
+enum { PCOLL_AG_RING = 1, PCOLL_AG_RD, PCOLL_AG_BRUCK, PCOLL_AG_SHM };
+enum { PCOLL_RS_RING = 1, PCOLL_RS_HALVING, PCOLL_RS_SHM };
 enum { PCOLL_BC_BINOMIAL = 1, PCOLL_BC_SCATTER_ALLGATHER, PCOLL_BC_CHAIN };
 enum { PCOLL_RE_BINOMIAL = 1, PCOLL_RE_RABENSEIFNER };
 enum { PCOLL_AA_PAIRWISE = 1, PCOLL_AA_BRUCK, PCOLL_AA_SCATTERED };
@@ -120,6 +131,13 @@ typedef struct {
 int pcoll_allreduce_rd(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allreduce_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allreduce_rabenseifner(pcoll_sched_t *sc, const pcoll_args_t *a);
+/* Shared-memory (one host) variants, coll/shm.c: ranks read each other's
+ * buffers with the shm transport's get (process_vm_readv). */
+int pcoll_allreduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_reduce_scatter_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_allgather_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
+/* 1 when every other rank of comm is reached through shm with direct reads. */
+int pcoll_shm_usable(ppt_state_t *s, plait_comm_t comm);
 int pcoll_allgather_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allgather_rd(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allgather_bruck(pcoll_sched_t *sc, const pcoll_args_t *a);

@@ -20,6 +20,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,16 +130,115 @@ void pcoll_sched_scale(pcoll_sched_t *sc, void *buf, size_t count)
     op->len = count;
 }
 
+/*
+ * Scratch buffers are kept for the next collective instead of freed: a large
+ * malloc is a fresh mmap whose pages fault in on every call, which cost more
+ * than the copy itself at MiB sizes. A few buffers (the sizes recent
+ * collectives used) stay in a process-wide pool; schedules of any
+ * communicator draw from it (its own mutex: schedules may be freed by a
+ * request release outside the state lock).
+ */
+#define POOL_SLOTS 8
+#define POOL_MAX_BYTES ((size_t)256 << 20)
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static void  *pool_buf[POOL_SLOTS];
+static size_t pool_cap[POOL_SLOTS];
+
+/* The smallest pooled buffer of at least len bytes (and not wastefully
+ * larger), or NULL. */
+static void *pool_take(size_t len, size_t *cap)
+{
+    int best = -1;
+    void *p = NULL;
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (pool_buf[i] && pool_cap[i] >= len && pool_cap[i] / 4 <= len + 4096 &&
+            (best < 0 || pool_cap[i] < pool_cap[best]))
+            best = i;
+    if (best >= 0) {
+        p = pool_buf[best];
+        *cap = pool_cap[best];
+        pool_buf[best] = NULL;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return p;
+}
+
+/* Keeps p for reuse, evicting the smallest pooled buffer when full. */
+static void pool_give(void *p, size_t cap)
+{
+    size_t total = cap;
+    int slot = -1;
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < POOL_SLOTS; i++) {
+        total += pool_buf[i] ? pool_cap[i] : 0;
+        if (!pool_buf[i] && slot < 0)
+            slot = i;
+    }
+    if (slot < 0) {
+        slot = 0;
+        for (int i = 1; i < POOL_SLOTS; i++)
+            slot = pool_cap[i] < pool_cap[slot] ? i : slot;
+        if (pool_cap[slot] >= cap) {
+            slot = -1;
+        } else {
+            total -= pool_cap[slot];
+            free(pool_buf[slot]);
+            pool_buf[slot] = NULL;
+        }
+    }
+    if (slot >= 0 && total <= POOL_MAX_BYTES) {
+        pool_buf[slot] = p;
+        pool_cap[slot] = cap;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    free(p);
+}
+
+void pcoll_pool_drain(void)
+{
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < POOL_SLOTS; i++) {
+        free(pool_buf[i]);
+        pool_buf[i] = NULL;
+    }
+    pthread_mutex_unlock(&pool_lock);
+}
+
 void *pcoll_sched_tmp(pcoll_sched_t *sc, size_t len)
 {
     void *p;
-    if (sc->err || sched_grow((void **)&sc->tmp, &sc->captmp, sc->ntmp + 1, sizeof *sc->tmp) ||
-        !(p = malloc(len ? len : 1))) {
+    size_t cap = len ? len : 1;
+    int ocap = sc->captmp;
+    if (sc->err || sched_grow((void **)&sc->tmp, &sc->captmp, sc->ntmp + 1, sizeof *sc->tmp)) {
         sc->err = PLAIT_ERR_NOMEM;
         return NULL;
     }
+    if (sc->captmp != ocap) {
+        size_t *c = realloc(sc->tmpcap, (size_t)sc->captmp * sizeof *c);
+        if (!c) {
+            sc->err = PLAIT_ERR_NOMEM;
+            return NULL;
+        }
+        sc->tmpcap = c;
+    }
+    if (!(p = pool_take(cap, &cap)) && !(p = malloc(cap))) {
+        sc->err = PLAIT_ERR_NOMEM;
+        return NULL;
+    }
+    sc->tmpcap[sc->ntmp] = cap;
     sc->tmp[sc->ntmp++] = p;
     return p;
+}
+
+void pcoll_sched_func(pcoll_sched_t *sc, pcoll_func_t fn, void *arg)
+{
+    pcoll_op_t *op = sched_push(sc, PCOLL_FUNC);
+    if (op) {
+        op->fn = fn;
+        op->buf = arg;
+    }
 }
 
 void pcoll_sched_end_round(pcoll_sched_t *sc)
@@ -174,8 +274,9 @@ void pcoll_sched_free(pcoll_sched_t *sc)
     if (sc->inner)
         sched_drop_inner(sc);
     for (int i = 0; i < sc->ntmp; i++)
-        free(sc->tmp[i]);
+        pool_give(sc->tmp[i], sc->tmpcap[i]);
     free(sc->tmp);
+    free(sc->tmpcap);
     free(sc->round_end);
     free(sc->ops);
     free(sc->inner);
@@ -206,18 +307,24 @@ static int sched_start_round(pcoll_sched_t *sc)
     return PLAIT_OK;
 }
 
-/* The round's local steps, in order. */
-static void sched_run_locals(pcoll_sched_t *sc)
+/* The round's local steps, in order; the first FUNC failure, else PLAIT_OK. */
+static int sched_run_locals(pcoll_sched_t *sc)
 {
     for (int i = round_first(sc, sc->round); i < sc->round_end[sc->round]; i++) {
         pcoll_op_t *op = &sc->ops[i];
+        int rc;
         switch (op->kind) {
         case PCOLL_REDUCE: pcoll_reduce(op->buf, op->a, op->b, op->len, sc->dt, sc->op); break;
         case PCOLL_COPY:   memmove(op->buf, op->a, op->len); break;
         case PCOLL_SCALE:  pcoll_scale(op->buf, op->len, sc->dt, sc->comm->size); break;
+        case PCOLL_FUNC:
+            if ((rc = op->fn(sc, op->buf)) != PLAIT_OK)
+                return rc;
+            break;
         default: break;
         }
     }
+    return PLAIT_OK;
 }
 
 /* PLAIT_OK when the round's transfers all succeeded, else the first failure;
@@ -253,8 +360,9 @@ static int sched_progress(plait_request_t req)
         if (rc == 1)
             return 0;
         sched_drop_inner(sc);
+        if (rc == PLAIT_OK)
+            rc = sched_run_locals(sc);
         if (rc == PLAIT_OK) {
-            sched_run_locals(sc);
             if (++sc->round < sc->nrounds)
                 rc = sched_start_round(sc);
         }

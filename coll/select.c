@@ -5,7 +5,10 @@
  * moves per call: the whole vector for allreduce, reduce and bcast, the
  * whole result (n blocks) for allgather and reduce_scatter, one block (per
  * peer) for alltoall. Thresholds were set for shared memory on one host;
- * rules carry a host-count condition so inter-host rows can be added.
+ * rules carry a host-count condition so inter-host rows can be added. The
+ * shared-memory algorithms (coll/shm.c) apply only where every rank of the
+ * communicator is reached through shm with direct reads (pcoll_shm_usable):
+ * elsewhere their rows are skipped, and forcing one falls back to ring.
  */
 #include "config.h"
 
@@ -26,12 +29,15 @@ typedef struct {
 #define ANY SIZE_MAX
 static const pcoll_rule_t pcoll_rules[] = {
     {PCOLL_ALLREDUCE, 16 << 10, 1, 0, 0, 1, PCOLL_AR_RD},
+    {PCOLL_ALLREDUCE, ANY, 2, 0, 0, 1, PCOLL_AR_SHM},
     {PCOLL_ALLREDUCE, ANY, 1, 0, 1, 1, PCOLL_AR_RABENSEIFNER},
     {PCOLL_ALLREDUCE, ANY, 1, 0, 0, 1, PCOLL_AR_RING},
     {PCOLL_ALLGATHER, 32 << 10, 1, 0, 1, 1, PCOLL_AG_RD},
     {PCOLL_ALLGATHER, 32 << 10, 1, 0, 0, 1, PCOLL_AG_BRUCK},
+    {PCOLL_ALLGATHER, ANY, 2, 0, 0, 1, PCOLL_AG_SHM},
     {PCOLL_ALLGATHER, ANY, 1, 0, 0, 1, PCOLL_AG_RING},
     {PCOLL_REDUCE_SCATTER, 64 << 10, 1, 0, 0, 1, PCOLL_RS_HALVING},
+    {PCOLL_REDUCE_SCATTER, ANY, 2, 0, 0, 1, PCOLL_RS_SHM},
     {PCOLL_REDUCE_SCATTER, ANY, 1, 0, 0, 1, PCOLL_RS_RING},
     {PCOLL_BCAST, 16 << 10, 1, 0, 0, 1, PCOLL_BC_BINOMIAL},
     {PCOLL_BCAST, ANY, 1, 2, 0, 1, PCOLL_BC_BINOMIAL},      /* 2 ranks: one message */
@@ -56,9 +62,10 @@ static const char *const coll_names[PCOLL_NCOLL] = {
 /* Algorithm names by collective; index = algorithm id (0 = auto). */
 static const char *const *algo_names(int coll)
 {
-    static const char *const ar[] = {"auto", "recursive_doubling", "ring", "rabenseifner", NULL};
-    static const char *const ag[] = {"auto", "ring", "recursive_doubling", "bruck", NULL};
-    static const char *const rs[] = {"auto", "ring", "recursive_halving", NULL};
+    static const char *const ar[] = {"auto", "recursive_doubling", "ring", "rabenseifner", "shm",
+                                     NULL};
+    static const char *const ag[] = {"auto", "ring", "recursive_doubling", "bruck", "shm", NULL};
+    static const char *const rs[] = {"auto", "ring", "recursive_halving", "shm", NULL};
     static const char *const bc[] = {"auto", "binomial", "scatter_allgather", "chain", NULL};
     static const char *const re[] = {"auto", "binomial", "rabenseifner", NULL};
     static const char *const aa[] = {"auto", "pairwise", "bruck", "scattered", NULL};
@@ -138,16 +145,27 @@ static int rule_matches(const pcoll_rule_t *rl, int coll, size_t bytes, int n, i
     return !(rl->pof2 && (n & (n - 1)));
 }
 
+static int is_shm_algo(int coll, int algo)
+{
+    return (coll == PCOLL_ALLREDUCE && algo == PCOLL_AR_SHM) ||
+           (coll == PCOLL_ALLGATHER && algo == PCOLL_AG_SHM) ||
+           (coll == PCOLL_REDUCE_SCATTER && algo == PCOLL_RS_SHM);
+}
+
 int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
 {
-    int forced = select_forced(&s->cfg, a->coll), n = comm->size, hosts;
+    int forced = select_forced(&s->cfg, a->coll), n = comm->size, hosts, shm;
     size_t bytes;
-    if (forced != PCOLL_AUTO)
+    if (forced != PCOLL_AUTO && !is_shm_algo(a->coll, forced))
         return forced;
+    shm = pcoll_shm_usable(s, comm);
+    if (forced != PCOLL_AUTO)
+        return shm ? forced : a->coll == PCOLL_ALLREDUCE ? PCOLL_AR_RING : 1;   /* ring */
     bytes = select_bytes(a, n);
     hosts = select_hosts(s, comm);
     for (size_t i = 0; i < PCOLL_NRULES; i++)
-        if (rule_matches(&pcoll_rules[i], a->coll, bytes, n, hosts))
+        if (rule_matches(&pcoll_rules[i], a->coll, bytes, n, hosts) &&
+            (shm || !is_shm_algo(a->coll, pcoll_rules[i].algo)))
             return pcoll_rules[i].algo;
     return 1;
 }
@@ -188,5 +206,7 @@ void pcoll_selection_print(FILE *f)
                 pcoll_algo_name(rl->coll, rl->algo),
                 setting[rl->coll] ? setting[rl->coll] : "-");
     }
+    fprintf(f, "  shm rows apply only where every rank is on this host with direct reads "
+               "(PLAIT_SHM_CMA=1)\n");
     fprintf(f, "  reduction kernels: %s (PLAIT_REDUCE_ISA)\n", pcoll_reduce_isa());
 }

@@ -2,10 +2,12 @@
  * plait-bench -- benchmarks of the plait library, one family per first argument:
  *
  *   plait-bench pt2pt [latency|bw|both] [options]   OSU-style point-to-point
+ *   plait-bench coll COLL [options]                 nccl-tests style collectives
  *
  * Run under a launcher (plaitrun -n 2 plait-bench pt2pt). The pt2pt method lives
- * in ptool_pt2pt.c, shared with bench/osu_mpi_pt2pt.c so plait and MPI are
- * measured the same way; this file only binds it to the plait API.
+ * in ptool_pt2pt.c, shared with bench/osu_mpi_pt2pt.c, the collective one in
+ * ptool_coll.c, shared with bench/nccltests_mpi.c, so plait and MPI are
+ * measured the same way; this file only binds them to the plait API.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 
 #include "plait.h"
+#include "ptool_coll.h"
 #include "ptool_pt2pt.h"
 
 #define PTOOL_PROG "plait-bench"
@@ -124,10 +127,12 @@ static void ptool_usage(FILE *out)
         "Families:\n"
         "  pt2pt     OSU-style latency and bandwidth between rank 0 and rank 1\n"
         "            (%s pt2pt --help for its options)\n"
+        "  coll      nccl-tests style collectives over every rank\n"
+        "            (%s coll --help for its options)\n"
         "\n"
         "  -h, --help       this text\n"
         "  -V, --version    print the plait version\n",
-        PTOOL_PROG, PTOOL_PROG, PTOOL_PROG);
+        PTOOL_PROG, PTOOL_PROG, PTOOL_PROG, PTOOL_PROG);
 }
 
 static void ptool_fill_backend(ptool_pt2pt_backend_t *be)
@@ -207,6 +212,110 @@ static int ptool_pt2pt_main(int argc, char **argv)
     return rc;
 }
 
+/* -------------------------------------------------------------- coll family */
+
+static const plait_dtype_t ptool_plait_types[PTOOL_T_N] = {
+    PLAIT_INT8, PLAIT_UINT8, PLAIT_INT32, PLAIT_UINT32, PLAIT_INT64, PLAIT_UINT64,
+    PLAIT_FLOAT16, PLAIT_BFLOAT16, PLAIT_FLOAT32, PLAIT_FLOAT64};
+static const plait_op_t ptool_plait_ops[PTOOL_O_N] = {PLAIT_SUM, PLAIT_PROD, PLAIT_MAX,
+                                                      PLAIT_MIN, PLAIT_AVG};
+
+static int ptool_plait_coll(const ptool_coll_call_t *k)
+{
+    plait_dtype_t dt = ptool_plait_types[k->dtype];
+    plait_op_t op = ptool_plait_ops[k->op];
+    plait_comm_t w = ptool_world;
+
+    switch (k->coll) {
+    case PTOOL_C_ALLREDUCE:      return plait_allreduce(k->sbuf, k->rbuf, k->count, dt, op, w);
+    case PTOOL_C_ALLGATHER:      return plait_allgather(k->sbuf, k->rbuf, k->count, dt, w);
+    case PTOOL_C_REDUCE_SCATTER: return plait_reduce_scatter(k->sbuf, k->rbuf, k->count, dt, op, w);
+    case PTOOL_C_ALLTOALL:       return plait_alltoall(k->sbuf, k->rbuf, k->count, dt, w);
+    case PTOOL_C_BCAST:          return plait_bcast(k->rbuf, k->count, dt, k->root, w);
+    case PTOOL_C_REDUCE:         return plait_reduce(k->sbuf, k->rbuf, k->count, dt, op, k->root, w);
+    case PTOOL_C_GATHER:         return plait_gather(k->sbuf, k->rbuf, k->count, dt, k->root, w);
+    case PTOOL_C_SCATTER:        return plait_scatter(k->sbuf, k->rbuf, k->count, dt, k->root, w);
+    case PTOOL_C_ALLTOALLV:
+        return plait_alltoallv(k->sbuf, k->counts, k->displs, k->rbuf, k->counts, k->displs, dt,
+                               w);
+    default:                     return plait_barrier(w);
+    }
+}
+
+static int ptool_plait_barrier(void) { return plait_barrier(ptool_world); }
+
+static int ptool_plait_sum_doubles(double *v, int n)
+{
+    return plait_allreduce(v, v, (size_t)n, PLAIT_FLOAT64, PLAIT_SUM, ptool_world);
+}
+
+/* -a NAME sets PLAIT_<COLL>_ALGO before plait_init, which checks the name
+ * (a bad one fails plait_init with the valid choices). */
+static int ptool_coll_force_algo(const ptool_coll_opts_t *o)
+{
+    static const char *const setting[PTOOL_C_N] = {
+        "PLAIT_ALLREDUCE_ALGO", "PLAIT_ALLGATHER_ALGO", "PLAIT_REDUCE_SCATTER_ALGO",
+        "PLAIT_ALLTOALL_ALGO", "PLAIT_BCAST_ALGO", "PLAIT_REDUCE_ALGO", NULL, NULL,
+        "PLAIT_ALLTOALL_ALGO", NULL};
+    if (!o->algo)
+        return 0;
+    if (!setting[o->coll]) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s coll: %s has one algorithm; -a does not apply\n",
+                 PTOOL_PROG, ptool_coll_name(o->coll));
+        return ptool_usage_error(msg);
+    }
+    setenv(setting[o->coll], o->algo, 1);
+    return 0;
+}
+
+static int ptool_coll_main(int argc, char **argv)
+{
+    ptool_coll_opts_t opts;
+    ptool_coll_backend_t be;
+    char *msg = NULL;
+    size_t msglen = 0;
+    FILE *err = open_memstream(&msg, &msglen);
+    int rc = ptool_coll_parse(argc, argv, &opts, PTOOL_PROG " coll", err ? err : stderr);
+    int major = 0, minor = 0, patch = 0;
+
+    if (err)
+        fclose(err);
+    if (rc == PTOOL_COLL_ERROR)
+        ptool_usage_error(msg ? msg : "");
+    free(msg);
+    if (rc == PTOOL_COLL_ERROR)
+        return 2;
+    if (rc == PTOOL_COLL_HELP) {
+        if (ptool_is_first_rank())
+            ptool_coll_usage(stdout, PTOOL_PROG " coll");
+        return 0;
+    }
+    if (ptool_coll_force_algo(&opts) != 0)
+        return 2;
+    rc = plait_init();
+    if (rc != PLAIT_OK) {
+        fprintf(stderr, "%s: plait_init failed: %s: %s\n", PTOOL_PROG, plait_strerror(rc),
+                plait_last_error());
+        return 1;
+    }
+    ptool_world = plait_comm_world();
+    memset(&be, 0, sizeof be);
+    be.name = "plait";
+    plait_version(&major, &minor, &patch);
+    snprintf(be.version, sizeof be.version, "%d.%d.%d", major, minor, patch);
+    plait_comm_rank(ptool_world, &be.rank);
+    plait_comm_size(ptool_world, &be.size);
+    be.run = ptool_plait_coll;
+    be.barrier = ptool_plait_barrier;
+    be.sum_doubles = ptool_plait_sum_doubles;
+    be.wtime = plait_wtime;
+    be.fail = ptool_plait_fail;
+    rc = ptool_coll_run(&opts, &be);
+    plait_finalize();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     char msg[512];
@@ -229,9 +338,8 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "pt2pt") == 0)
         return ptool_pt2pt_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "coll") == 0)
-        return ptool_usage_error(PTOOL_PROG ": the 'coll' benchmarks are not implemented yet "
-                                 "(known: pt2pt)\n");
-    snprintf(msg, sizeof(msg), "%s: unknown benchmark '%s' (known: pt2pt); try '%s --help'\n",
+        return ptool_coll_main(argc - 1, argv + 1);
+    snprintf(msg, sizeof(msg), "%s: unknown benchmark '%s' (known: pt2pt, coll); try '%s --help'\n",
              PTOOL_PROG, argv[1], PTOOL_PROG);
     return ptool_usage_error(msg);
 }

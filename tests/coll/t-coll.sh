@@ -2,8 +2,8 @@
 # timeout: 600
 # t-coll.sh -- collectives under plaitrun: coll_check (tests/coll/coll_check.c)
 # with 1..8 ranks, once with automatic selection and once per forced algorithm
-# set (PLAIT_<COLL>_ALGO, three sets cover every algorithm of every
-# collective); each job checks every collective x datatype x op x in-place
+# set (PLAIT_<COLL>_ALGO, four sets cover every algorithm of every
+# collective, set d the shared-memory ones); each job checks every collective x datatype x op x in-place
 # on the world and on a split communicator, several non-blocking collectives
 # in flight, and bitwise-identical allreduce results across ranks. Plus:
 # different reduction kernels per rank (PLAIT_REDUCE_ISA), argument errors and
@@ -66,7 +66,7 @@ if [ ! -x "$PROG" ] || [ ! -x "$PLAITRUN" ]; then
     exit 0
 fi
 
-# Three sets that together force every algorithm of every collective.
+# Four sets that together force every algorithm of every collective.
 SET_auto=()
 SET_a=(PLAIT_ALLREDUCE_ALGO=recursive_doubling PLAIT_ALLGATHER_ALGO=ring
        PLAIT_REDUCE_SCATTER_ALGO=ring PLAIT_BCAST_ALGO=binomial PLAIT_REDUCE_ALGO=binomial
@@ -77,13 +77,17 @@ SET_b=(PLAIT_ALLREDUCE_ALGO=ring PLAIT_ALLGATHER_ALGO=recursive_doubling
 SET_c=(PLAIT_ALLREDUCE_ALGO=rabenseifner PLAIT_ALLGATHER_ALGO=bruck
        PLAIT_REDUCE_SCATTER_ALGO=ring PLAIT_BCAST_ALGO=chain PLAIT_REDUCE_ALGO=rabenseifner
        PLAIT_ALLTOALL_ALGO=scattered)
+# the shared-memory (direct read) algorithms, with every size and count
+SET_d=(PLAIT_ALLREDUCE_ALGO=shm PLAIT_ALLGATHER_ALGO=shm PLAIT_REDUCE_SCATTER_ALGO=shm)
 
-sets="auto a b c"
-[ "$PLAIT_TEST_QUICK" = 1 ] && sets="auto b c"
+sets="auto a b c d"
+[ "$PLAIT_TEST_QUICK" = 1 ] && sets="auto b c d"
 for n in $NPS; do
     matrix=full
     [ "$n" -gt 4 ] && matrix=reduced
     for set in $sets; do
+        # the shm set beyond 4 ranks: covered by auto (large sizes) and the mixed job
+        [ "$set" = d ] && [ "$n" -gt 4 ] && continue
         eval "vars=(\"\${SET_$set[@]}\")"
         label="algorithms $set"
         [ "$set" = auto ] && label="automatic selection"
@@ -97,6 +101,8 @@ job "allreduce bitwise identical with scalar/avx2/avx512 kernels on different ra
     3 "$PLAIT_TIMEOUT" PLAIT_ALLREDUCE_ALGO=recursive_doubling -- mixed
 job "allreduce bitwise identical with mixed kernels, ring (6 ranks)" \
     6 "$PLAIT_TIMEOUT" PLAIT_ALLREDUCE_ALGO=ring -- mixed
+job "allreduce bitwise identical with mixed kernels, shm (5 ranks)" \
+    5 "$PLAIT_TIMEOUT" PLAIT_ALLREDUCE_ALGO=shm -- mixed
 
 # Argument errors, then mismatched counts: error or PLAIT_TIMEOUT, no hang.
 job "argument errors and mismatched counts (4 ranks)" 4 3 -- errors

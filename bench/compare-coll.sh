@@ -1,0 +1,195 @@
+#!/bin/bash
+# compare-coll.sh -- plait next to Open MPI (coll/tuned) on the nccl-tests
+# style collective benchmarks, on this machine, in one run. Both sides run the
+# same benchmark code (tools/ptool_coll.c): `plait-bench coll` under plaitrun,
+# bench/nccltests_mpi under mpirun with shared memory (btl self,vader, Open
+# MPI's default collective selection: coll/tuned). Runs are interleaved (the
+# order flips every repetition) so drifting machine load hits both sides
+# alike; every cell is the median busbw (out-of-place, GB/s) or time over
+# the repetitions, with the busbw min-max beside it. The ratio is Open MPI's
+# median time / plait's (= busbw ratio, but exact at sizes where busbw
+# rounds to 0.00).
+#
+# Usage: bench/compare-coll.sh [options] [BUILDDIR]
+#   BUILDDIR   top build dir (default: $PLAIT_BUILDDIR, else the current dir)
+#   -n "2 4"   rank counts (default "2 4"; above the core count both run unbound)
+#   -C LIST    collectives (default "allreduce allgather reduce_scatter alltoall bcast")
+#   -r REPS    repetitions of every run (default 3)
+#   -b SIZE    smallest size (default 8), -e SIZE largest (default 64M)
+#   -d TYPE    datatype (default float), -o OP reduction (default sum)
+#   -I         also time in-place calls (tables still show out-of-place)
+#   -k DIR     keep every raw output in DIR
+#   -c         correctness cross-check first (tests/coll/t-ompi-cross.sh): both
+#              libraries on the same inputs must give the same results
+# Prints a markdown report on stdout; exit 1 if a run or the check failed.
+
+set -u
+nps="2 4"
+colls="allreduce allgather reduce_scatter alltoall bcast"
+reps=3
+minb=8
+maxb=64M
+dtype=float
+op=sum
+inplace=0
+keep=""
+cross=0
+usage() { sed -n '2,/^# Prints/s/^# \{0,1\}//p' "$0"; }
+while getopts "n:C:r:b:e:d:o:Ik:ch" opt; do
+    case $opt in
+    n) nps=$OPTARG ;;
+    C) colls=$OPTARG ;;
+    r) reps=$OPTARG ;;
+    b) minb=$OPTARG ;;
+    e) maxb=$OPTARG ;;
+    d) dtype=$OPTARG ;;
+    o) op=$OPTARG ;;
+    I) inplace=2 ;;
+    k) keep=$OPTARG ;;
+    c) cross=1 ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+B=$(cd "${1:-${PLAIT_BUILDDIR:-.}}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+case $reps in ''|*[!0-9]*|0) echo "compare-coll.sh: -r needs a number >= 1" >&2; exit 2 ;; esac
+
+PLAITRUN=$B/launcher/plaitrun
+BENCH=$B/tools/plait-bench
+NCCLT=$B/bench/nccltests_mpi
+for f in "$PLAITRUN" "$BENCH" "$NCCLT"; do
+    [ -x "$f" ] || { echo "compare-coll.sh: $f not built (BUILDDIR=$B)" >&2; exit 1; }
+done
+command -v mpirun >/dev/null || { echo "compare-coll.sh: mpirun not found" >&2; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+status=0
+if [ "$cross" = 1 ]; then
+    echo "## Correctness cross-check (plait vs Open MPI, same inputs)"
+    echo
+    echo '```'
+    PLAIT_BUILDDIR=$B "$here/../tests/coll/t-ompi-cross.sh" || status=1
+    echo '```'
+    echo
+fi
+
+raw=$(mktemp -d /tmp/compare-coll.XXXXXX) || exit 1
+trap 'rm -rf "$raw"' EXIT
+cores=$(nproc)
+ARGS=(-b "$minb" -e "$maxb" -d "$dtype" -o "$op" -I "$inplace")
+
+# Iterations: nccl-tests' defaults (20 timed, 5 warm-up) are too few for
+# microsecond calls on a shared machine; small sizes run more, in their own job.
+SMALL=(-n 200 -w 20)
+LARGE=(-n 20 -w 5)
+SPLIT=65536
+
+# cmd LIB NP: the launcher line (without the benchmark arguments)
+cmd() {
+    local bind=core
+    [ "$2" -gt "$cores" ] && bind=none
+    if [ "$1" = plait ]; then
+        echo "$PLAITRUN -n $2 --bind-to $bind $BENCH coll"
+    elif [ "$bind" = none ]; then
+        echo "mpirun -np $2 --oversubscribe --bind-to none --mca btl self,vader $NCCLT"
+    else
+        echo "mpirun -np $2 --bind-to core --mca btl self,vader $NCCLT"
+    fi
+}
+
+# one LIB NP COLL REP: both size ranges; appends "size busbw" rows to $raw/LIB.NP.COLL
+one() {
+    local lib=$1 np=$2 coll=$3 rep=$4 out part rc
+    for part in small large; do
+        out=$raw/$lib.$np.$coll.$rep.$part
+        if [ $part = small ]; then
+            # shellcheck disable=SC2046
+            timeout 600 $(cmd "$lib" "$np") "$coll" "${ARGS[@]}" -e "$(lim_small)" "${SMALL[@]}" \
+                >"$out" 2>"$out.err" </dev/null
+        else
+            timeout 600 $(cmd "$lib" "$np") "$coll" "${ARGS[@]}" -b "$(lim_large)" "${LARGE[@]}" \
+                >"$out" 2>"$out.err" </dev/null
+        fi
+        rc=$?
+        if [ $rc -ne 0 ]; then
+            echo "compare-coll.sh: $lib $coll -n $np (repetition $rep, $part) failed ($rc):" >&2
+            sed 's/^/  /' "$out.err" "$out" | tail -20 >&2
+            return 1
+        fi
+        awk '!/^#/ && NF >= 9 { print $1, $8, $6 }' "$out" >>"$raw/$lib.$np.$coll"
+    done
+}
+
+bytes() {
+    awk -v s="$1" 'BEGIN { m = 1; u = toupper(substr(s, length(s)));
+        if (u == "K") m = 1024; else if (u == "M") m = 1048576; else if (u == "G") m = 1073741824;
+        if (m > 1) s = substr(s, 1, length(s) - 1); printf "%d\n", s * m }'
+}
+lim_small() { local e; e=$(bytes "$maxb"); [ "$e" -lt $((SPLIT / 2)) ] && echo "$e" || echo $((SPLIT / 2)); }
+lim_large() { local b; b=$(bytes "$minb"); [ "$b" -gt "$SPLIT" ] && echo "$b" || echo $SPLIT; }
+
+median() {   # FILE SIZE [COLUMN: 2 busbw (default), 3 time]
+    awk -v s="$2" -v c="${3:-2}" '$1 == s { print $c }' "$1" | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a";
+             else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR/2] + v[NR/2 + 1]) / 2 }'
+}
+spread() {
+    awk -v s="$2" '$1 == s { print $2 }' "$1" | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR > 1) printf "%s-%s\n", v[1], v[NR]; else print "-" }'
+}
+human() {
+    awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576;
+                           else if (b >= 1024) printf "%g KiB", b / 1024; else printf "%d B", b }'
+}
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'
+}
+
+for rep in $(seq 1 "$reps"); do
+    if [ $((rep % 2)) -eq 1 ]; then order="plait mpi"; else order="mpi plait"; fi
+    for np in $nps; do
+        for coll in $colls; do
+            for lib in $order; do
+                one "$lib" "$np" "$coll" "$rep" || exit 1
+            done
+        done
+    done
+done
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+first=$(ls "$raw"/plait.*.1.small | head -1)
+plait_ver=$(sed -n '1s/.*: plait \([^ ,]*\).*/\1/p' "$first")
+mpi_ver=$(sed -n '1s/.*: MPI \(.*\), [0-9]* ranks on.*/\1/p' "${first/plait./mpi.}")
+echo "## Collectives: plait vs Open MPI ($(date -u +%Y-%m-%dT%H:%MZ))"
+echo
+echo "- machine: $(hostname), $cores cores ($cpu), $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "- libraries: plait $plait_ver; $mpi_ver (coll/tuned, btl self,vader)"
+for np in $nps; do
+    echo "- $np ranks: \`$(cmd plait "$np" | sed "s|$B/||g") COLL ${ARGS[*]}\` vs"
+    echo "  \`$(cmd mpi "$np" | sed "s|$B/||g") COLL ${ARGS[*]}\`"
+done
+echo "- iterations: ${SMALL[*]} below $SPLIT B, ${LARGE[*]} from $SPLIT B; median of $reps"
+echo "  repetitions (min-max beside it), plait and Open MPI interleaved"
+echo "- busbw in GB/s, out-of-place, nccl-tests factors; time in us; ratio = Open MPI time /"
+echo "  plait time (> 1: plait faster)"
+for np in $nps; do
+    for coll in $colls; do
+        p=$raw/plait.$np.$coll; m=$raw/mpi.$np.$coll
+        echo
+        echo "### $coll, $np ranks (busbw GB/s)"
+        echo
+        echo "| Size | plait busbw | Open MPI busbw | plait us | Open MPI us | ratio | plait min-max | Open MPI min-max |"
+        echo "|-----:|------:|------:|------:|------:|------:|------:|------:|"
+        for s in $(awk '{ print $1 }' "$p" | sort -n -u); do
+            a=$(median "$p" "$s"); b=$(median "$m" "$s")
+            ta=$(median "$p" "$s" 3); tb=$(median "$m" "$s" 3)
+            echo "| $(human "$s") | $a | $b | $ta | $tb | $(ratio "$tb" "$ta") | $(spread "$p" "$s") | $(spread "$m" "$s") |"
+        done
+    done
+done
+if [ -n "$keep" ]; then
+    mkdir -p "$keep" && cp "$raw"/* "$keep"/
+fi
+exit $status

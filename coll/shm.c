@@ -1,0 +1,281 @@
+/*
+ * shm.c -- collectives inside one host that read the other ranks' buffers
+ * directly (the shm transport's get: process_vm_readv, one copy, no message
+ * per byte) instead of passing the data along a ring or tree.
+ *
+ * Every schedule starts with an address exchange: each rank sends every other
+ * rank a small record (where its input is, where its result will be) over
+ * pt2pt. Then each rank does its share of the work by reading peers' memory,
+ * and zero-byte "done" messages to every peer fence the phases, so that no
+ * rank reads a buffer its owner may already have changed or returned:
+ *
+ *  allreduce (n slices of the vector, slice i reduced by rank i only):
+ *    1. exchange addresses; rank i reduces slice i over ranks 0, 1, .., n-1
+ *       in that order (lower ranks' data the left operand), reading each
+ *       peer's part in L2-sized chunks; AVG divides there. The result goes to
+ *       its own recvbuf slice (in place: to scratch, since peers still read
+ *       that slice of its input).
+ *    2. done; rank i copies every other slice from its reducer's result.
+ *    3. done (peers have read this rank's result; it may return).
+ *  Each element is reduced once, by one rank, in a fixed order, so every rank
+ *  holds bitwise the same bytes. Traffic per rank: reads (n-1)/n of the vector
+ *  twice, writes nothing remote: the same bytes as a ring, in one copy and no
+ *  pipeline of n-1 steps.
+ *  reduce_scatter: step 1 with slice = block i; in place the result is copied
+ *    to the front of recvbuf after step 2 (peers read block 0 until then).
+ *  allgather: rank i reads block j from rank j's input into place; step 2's
+ *    done keeps inputs alive until every rank has read them.
+ * Requires every rank of the communicator on this host with direct reads
+ * permitted (pcoll_shm_usable); a read refused halfway fails the collective.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "coll/pcoll.h"
+
+/* Reads and reduces this much of a peer's slice at a time: the operand and
+ * the accumulator chunk both stay in L2. */
+#define SHM_CHUNK ((size_t)128 << 10)
+
+typedef struct {
+    uint64_t src;      /* the rank's input (its slice / block 0 at this address + offset) */
+    uint64_t res;      /* its reduced slice (allreduce) */
+    uint64_t count;    /* its count: mismatches are caught before any read */
+} shm_addr_t;
+
+typedef struct {
+    pcoll_args_t a;
+    shm_addr_t  *addr;       /* by comm rank; own entry filled at build time */
+    char        *mine;       /* where this rank's reduced slice goes */
+    char        *chunk;      /* SHM_CHUNK bytes of scratch */
+    size_t       off, cnt;   /* this rank's slice: element offset and count */
+    char         token;      /* payload of the zero-byte done messages */
+} shm_ctx_t;
+
+int pcoll_shm_usable(ppt_state_t *s, plait_comm_t comm)
+{
+    if (!s->cfg.shm_cma || !s->shm.ops || !s->shm.ops->get)
+        return 0;
+    for (int i = 0; i < comm->size; i++) {
+        int w = comm->world_of[i];
+        if (i != comm->rank && s->tl_of[w] != &s->shm)
+            return 0;
+    }
+    return 1;
+}
+
+static int shm_read(pcoll_sched_t *sc, int peer, uint64_t addr, void *buf, size_t len)
+{
+    int w = sc->comm->world_of[peer];
+    ptl_tl_t *tl = sc->s->tl_of[w];
+    int rc;
+    if (len == 0)
+        return PLAIT_OK;
+    rc = tl && tl->ops->get ? tl->ops->get(tl, w, addr, buf, len) : PLAIT_ERR_UNSUPPORTED;
+    if (rc != PLAIT_OK)
+        return prt_err(rc == PLAIT_ERR_UNSUPPORTED ? PLAIT_ERR_TRANSPORT : rc,
+                       "shared-memory collective: reading %zu bytes of rank %d failed (%s); "
+                       "set PLAIT_<COLL>_ALGO to a message-based algorithm or PLAIT_SHM_CMA=0",
+                       len, peer, plait_strerror(rc));
+    return PLAIT_OK;
+}
+
+/* Round: every other rank gets len bytes at sbuf_of(me), rbuf[p] gets theirs. */
+static void shm_exchange(pcoll_sched_t *sc, shm_ctx_t *c)
+{
+    int n = sc->comm->size, r = sc->comm->rank;
+    for (int p = 0; p < n; p++) {
+        if (p == r)
+            continue;
+        pcoll_sched_send(sc, p, &c->addr[r], sizeof *c->addr);
+        pcoll_sched_recv(sc, p, &c->addr[p], sizeof *c->addr);
+    }
+}
+
+/* Zero-byte done messages to and from every other rank (the phase fence). */
+static void shm_fence(pcoll_sched_t *sc, shm_ctx_t *c)
+{
+    int n = sc->comm->size, r = sc->comm->rank;
+    for (int p = 0; p < n; p++) {
+        if (p == r)
+            continue;
+        pcoll_sched_send(sc, p, &c->token, 0);
+        pcoll_sched_recv(sc, p, &c->token, 0);
+    }
+}
+
+static const char *shm_input(const pcoll_args_t *a)
+{
+    return a->sbuf;      /* in place sbuf == rbuf: the input is there too */
+}
+
+/* Ranks that passed different counts would read past each other's buffers. */
+static int shm_check_counts(pcoll_sched_t *sc, const shm_ctx_t *c)
+{
+    for (int p = 0; p < sc->comm->size; p++)
+        if (c->addr[p].count != c->a.count)
+            return prt_err(PLAIT_ERR_ARG, "shared-memory collective: rank %d passed count %llu "
+                           "where this rank passed %zu: ranks passed different counts", p,
+                           (unsigned long long)c->addr[p].count, c->a.count);
+    return PLAIT_OK;
+}
+
+/* Reduces this rank's slice over all ranks into c->mine (step 1). */
+static int shm_reduce_slice(pcoll_sched_t *sc, void *arg)
+{
+    shm_ctx_t *c = arg;
+    int n = sc->comm->size, r = sc->comm->rank, rc;
+    size_t es = c->a.es, len = c->cnt * es, base = c->off * es;
+    if ((rc = shm_check_counts(sc, c)) != PLAIT_OK)
+        return rc;
+    for (size_t pos = 0; pos < len; pos += SHM_CHUNK) {
+        size_t m = len - pos < SHM_CHUNK ? len - pos : SHM_CHUNK;
+        char *acc = c->mine + pos;
+        for (int p = 0; p < n; p++) {
+            const char *src = p == r ? shm_input(&c->a) + base + pos : NULL;
+            if (!src) {
+                char *to = p == 0 ? acc : c->chunk;
+                if ((rc = shm_read(sc, p, c->addr[p].src + base + pos, to, m)) != PLAIT_OK)
+                    return rc;
+                src = to;
+            }
+            if (p == 0) {
+                if (src != acc)
+                    memcpy(acc, src, m);
+            } else {
+                pcoll_reduce(acc, acc, src, m / es, sc->dt, sc->op);
+            }
+        }
+    }
+    if (sc->op == PLAIT_AVG)
+        pcoll_scale(c->mine, c->cnt, sc->dt, n);
+    return PLAIT_OK;
+}
+
+/* Allreduce step 2: every other slice from its reducer. */
+static int shm_gather_slices(pcoll_sched_t *sc, void *arg)
+{
+    shm_ctx_t *c = arg;
+    int n = sc->comm->size, r = sc->comm->rank, rc;
+    size_t es = c->a.es, cnt = c->a.count;
+    char *R = c->a.rbuf;
+    for (int k = 1; k < n; k++) {
+        int p = (r + k) % n;    /* start at different peers: spread the readers */
+        size_t off = pcoll_blk_off(cnt, n, p) * es;
+        if ((rc = shm_read(sc, p, c->addr[p].res, R + off, pcoll_blk_cnt(cnt, n, p) * es)) !=
+            PLAIT_OK)
+            return rc;
+    }
+    if (c->mine != R + c->off * es)
+        memcpy(R + c->off * es, c->mine, c->cnt * es);
+    return PLAIT_OK;
+}
+
+static shm_ctx_t *shm_ctx(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int n = sc->comm->size;
+    shm_ctx_t *c = pcoll_sched_tmp(sc, sizeof *c);
+    shm_addr_t *addr = pcoll_sched_tmp(sc, (size_t)n * sizeof *addr);
+    char *chunk = pcoll_sched_tmp(sc, SHM_CHUNK);
+    if (sc->err)
+        return NULL;
+    memset(c, 0, sizeof *c);
+    memset(addr, 0, (size_t)n * sizeof *addr);
+    c->a = *a;
+    c->addr = addr;
+    c->chunk = chunk;
+    addr[sc->comm->rank].src = (uint64_t)(uintptr_t)a->sbuf;
+    addr[sc->comm->rank].count = a->count;
+    return c;
+}
+
+int pcoll_allreduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int n = sc->comm->size, r = sc->comm->rank;
+    size_t es = a->es;
+    shm_ctx_t *c;
+    if (n == 1) {
+        pcoll_sched_copy(sc, a->rbuf, a->sbuf, a->count * es);
+        pcoll_sched_end_round(sc);
+        pcoll_sched_scale(sc, a->rbuf, a->count);
+        return sc->err;
+    }
+    if (!(c = shm_ctx(sc, a)))
+        return sc->err;
+    c->off = pcoll_blk_off(a->count, n, r);
+    c->cnt = pcoll_blk_cnt(a->count, n, r);
+    c->mine = a->sbuf == a->rbuf ? pcoll_sched_tmp(sc, c->cnt * es)
+                                 : (char *)a->rbuf + c->off * es;
+    if (sc->err)
+        return sc->err;
+    c->addr[r].res = (uint64_t)(uintptr_t)c->mine;
+    shm_exchange(sc, c);
+    pcoll_sched_func(sc, shm_reduce_slice, c);
+    pcoll_sched_end_round(sc);
+    shm_fence(sc, c);
+    pcoll_sched_func(sc, shm_gather_slices, c);
+    pcoll_sched_end_round(sc);
+    shm_fence(sc, c);
+    pcoll_sched_end_round(sc);
+    return sc->err;
+}
+
+int pcoll_reduce_scatter_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int n = sc->comm->size, r = sc->comm->rank;
+    size_t es = a->es;
+    shm_ctx_t *c;
+    if (!(c = shm_ctx(sc, a)))
+        return sc->err;
+    c->off = (size_t)r * a->count;
+    c->cnt = a->count;
+    c->mine = a->sbuf == a->rbuf && n > 1 ? pcoll_sched_tmp(sc, c->cnt * es) : a->rbuf;
+    if (sc->err)
+        return sc->err;
+    shm_exchange(sc, c);
+    pcoll_sched_func(sc, shm_reduce_slice, c);
+    pcoll_sched_end_round(sc);
+    shm_fence(sc, c);
+    pcoll_sched_end_round(sc);
+    if (c->mine != a->rbuf)
+        pcoll_sched_copy(sc, a->rbuf, c->mine, c->cnt * es);
+    return sc->err;
+}
+
+/* Allgather step 1: every other rank's block into place. */
+static int shm_read_blocks(pcoll_sched_t *sc, void *arg)
+{
+    shm_ctx_t *c = arg;
+    int n = sc->comm->size, r = sc->comm->rank, rc;
+    size_t blk = c->a.count * c->a.es;
+    char *R = c->a.rbuf;
+    if ((rc = shm_check_counts(sc, c)) != PLAIT_OK)
+        return rc;
+    for (int k = 1; k < n; k++) {
+        int p = (r + k) % n;
+        if ((rc = shm_read(sc, p, c->addr[p].src, R + (size_t)p * blk, blk)) != PLAIT_OK)
+            return rc;
+    }
+    if (c->a.sbuf != c->a.rbuf)
+        memcpy(R + (size_t)r * blk, c->a.sbuf, blk);
+    return PLAIT_OK;
+}
+
+int pcoll_allgather_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int r = sc->comm->rank;
+    size_t blk = a->count * a->es;
+    shm_ctx_t *c;
+    if (!(c = shm_ctx(sc, a)))
+        return sc->err;
+    if (a->sbuf == a->rbuf)    /* in place: this rank's block sits at block r */
+        c->addr[r].src = (uint64_t)(uintptr_t)((char *)a->rbuf + (size_t)r * blk);
+    shm_exchange(sc, c);
+    pcoll_sched_func(sc, shm_read_blocks, c);
+    pcoll_sched_end_round(sc);
+    shm_fence(sc, c);
+    pcoll_sched_end_round(sc);
+    return sc->err;
+}

@@ -1,0 +1,782 @@
+/*
+ * ptool_coll.c -- nccl-tests style collective benchmarks over a backend table
+ * (see ptool_coll.h). The method and the output follow NVIDIA's nccl-tests so
+ * that numbers read like theirs:
+ *
+ *  size     bytes of the whole operation as nccl-tests counts them: the vector
+ *           for allreduce, bcast, reduce; all n blocks for allgather,
+ *           reduce_scatter, alltoall(v), gather, scatter (so the per-rank
+ *           block is size / n, rounded down to whole elements).
+ *  time     after `warmup` untimed calls and a barrier, `iters` calls back to
+ *           back are timed; the time per call is averaged over the ranks.
+ *  algbw    size / time (GB/s, 10^9 bytes per second).
+ *  busbw    algbw x the nccl-tests factor of the collective: allreduce
+ *           2(n-1)/n; allgather, reduce_scatter, alltoall(v), gather, scatter
+ *           (n-1)/n; bcast, reduce 1. It is what each rank's busiest link
+ *           carries, comparable across rank counts.
+ *  #wrong   with -c: the calls are repeated on fresh inputs (small integers,
+ *           exact in every type) into poisoned outputs and every element is
+ *           compared with the value computed locally; summed over ranks.
+ *
+ * Out-of-place and in-place calls are measured for every size (columns as in
+ * nccl-tests); the footer gives the total of wrong values and the mean busbw.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptool_coll.h"
+
+#define PTOOL_SIZE_LIMIT ((size_t)1 << 32)
+
+static const char *const ptool_coll_names[PTOOL_C_N] = {
+    "allreduce", "allgather", "reduce_scatter", "alltoall", "bcast", "reduce", "gather",
+    "scatter", "alltoallv", "barrier"};
+static const char *const ptool_type_names[PTOOL_T_N] = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"};
+static const size_t ptool_type_size[PTOOL_T_N] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+static const char *const ptool_op_names[PTOOL_O_N] = {"sum", "prod", "max", "min", "avg"};
+
+const char *ptool_coll_name(int coll) { return coll >= 0 && coll < PTOOL_C_N ? ptool_coll_names[coll] : "?"; }
+const char *ptool_coll_type_name(int t) { return t >= 0 && t < PTOOL_T_N ? ptool_type_names[t] : "?"; }
+const char *ptool_coll_op_name(int op) { return op >= 0 && op < PTOOL_O_N ? ptool_op_names[op] : "?"; }
+
+static int ptool_is_reduction(int coll)
+{
+    return coll == PTOOL_C_ALLREDUCE || coll == PTOOL_C_REDUCE_SCATTER || coll == PTOOL_C_REDUCE;
+}
+
+static int ptool_is_rooted(int coll)
+{
+    return coll == PTOOL_C_BCAST || coll == PTOOL_C_REDUCE || coll == PTOOL_C_GATHER ||
+           coll == PTOOL_C_SCATTER;
+}
+
+/* ------------------------------------------------------------ option parsing */
+
+void ptool_coll_usage(FILE *out, const char *prog)
+{
+    fprintf(out,
+        "Usage: %s COLL [options]\n"
+        "nccl-tests style collective benchmark over every rank of the job.\n"
+        "COLL: allreduce allgather reduce_scatter alltoall bcast reduce gather scatter\n"
+        "      alltoallv barrier\n"
+        "\n"
+        "  -b, --minbytes SIZE   smallest size (default 8)\n"
+        "  -e, --maxbytes SIZE   largest size (default 64M)\n"
+        "  -f, --stepfactor N    multiply the size by N each step (default 2)\n"
+        "  -i, --stepbytes SIZE  add SIZE each step instead (with -f 0 or alone)\n"
+        "  -d, --datatype TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float\n"
+        "                        double (default float)\n"
+        "  -o, --op OP           sum prod max min avg (default sum)\n"
+        "  -r, --root N          root of bcast, reduce, gather, scatter (default 0)\n"
+        "  -n, --iters N         timed iterations per size (default 20)\n"
+        "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
+        "  -c, --check N         verify results N times per size (default 0: off)\n"
+        "  -a, --algo NAME       force an algorithm (the library's name or number)\n"
+        "  -I, --inplace N       0: out-of-place only, 1: in-place only, 2: both (default)\n"
+        "  -H, --hash            print a hash of every rank's results per size (on the\n"
+        "                        check inputs), to compare libraries\n"
+        "  -J, --json FILE       also write the results as JSON to FILE\n"
+        "  -h, --help            this text\n"
+        "SIZE takes a K, M or G suffix (powers of 1024). size is the nccl-tests size:\n"
+        "all n blocks for allgather, reduce_scatter, alltoall(v), gather, scatter.\n",
+        prog);
+}
+
+static int ptool_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+    size_t mult = 1;
+
+    if (*s == '\0' || *s == '-' || *s == '+')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': mult = (size_t)1 << 10; end++; break;
+    case 'm': case 'M': mult = (size_t)1 << 20; end++; break;
+    case 'g': case 'G': mult = (size_t)1 << 30; end++; break;
+    default: break;
+    }
+    if (*end == 'B' && end[1] == '\0')
+        end++;
+    if (*end != '\0' || v > PTOOL_SIZE_LIMIT / mult)
+        return -1;
+    *out = (size_t)v * mult;
+    return 0;
+}
+
+static int ptool_parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int ptool_lookup(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static int ptool_perr(FILE *err, const char *prog, const char *fmt, const char *arg)
+{
+    if (err) {
+        fprintf(err, "%s: ", prog);
+        fprintf(err, fmt, arg);
+        fprintf(err, "\nTry '%s --help'.\n", prog);
+    }
+    return PTOOL_COLL_ERROR;
+}
+
+static int ptool_parse_type(const char *s, int *out)
+{
+    static const struct { const char *alias; int t; } alias[] = {
+        {"char", PTOOL_T_INT8}, {"int", PTOOL_T_INT32}, {"float16", PTOOL_T_HALF},
+        {"bf16", PTOOL_T_BFLOAT16}, {"float32", PTOOL_T_FLOAT}, {"float64", PTOOL_T_DOUBLE}};
+    *out = ptool_lookup(s, ptool_type_names, PTOOL_T_N);
+    for (size_t i = 0; *out < 0 && i < sizeof alias / sizeof alias[0]; i++)
+        if (strcmp(s, alias[i].alias) == 0)
+            *out = alias[i].t;
+    return *out >= 0 ? 0 : -1;
+}
+
+static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const char *prog,
+                           FILE *err)
+{
+    long v;
+
+    switch (c) {
+    case 'b': case 'e': case 'i': {
+        size_t *dst = c == 'b' ? &o->min_bytes : c == 'e' ? &o->max_bytes : &o->step_bytes;
+        if (ptool_parse_size(arg, dst) != 0)
+            return ptool_perr(err, prog, "invalid size '%s' (0 .. 4G, suffix K/M/G)", arg);
+        if (c == 'i')
+            o->step_factor = 0;
+        return PTOOL_COLL_RUN;
+    }
+    case 'f':
+        if (ptool_parse_long(arg, 0, 1024, &v) != 0 || v == 1)
+            return ptool_perr(err, prog, "invalid --stepfactor '%s' (2 .. 1024, 0 for -i)", arg);
+        o->step_factor = (int)v;
+        return PTOOL_COLL_RUN;
+    case 'd':
+        if (ptool_parse_type(arg, &o->dtype) != 0)
+            return ptool_perr(err, prog, "unknown datatype '%s'", arg);
+        return PTOOL_COLL_RUN;
+    case 'o':
+        if ((o->op = ptool_lookup(arg, ptool_op_names, PTOOL_O_N)) < 0)
+            return ptool_perr(err, prog, "unknown op '%s' (sum prod max min avg)", arg);
+        return PTOOL_COLL_RUN;
+    case 'r': case 'n': case 'w': case 'c': case 'I':
+        if (ptool_parse_long(arg, c == 'n' ? 1 : 0, c == 'I' ? 2 : 100000000L, &v) != 0)
+            return ptool_perr(err, prog, "invalid number '%s'", arg);
+        if (c == 'r') o->root = (int)v;
+        else if (c == 'n') o->iters = v;
+        else if (c == 'w') o->warmup = v;
+        else if (c == 'c') o->check = (int)v;
+        else o->inplace = (int)v;
+        return PTOOL_COLL_RUN;
+    case 'a': o->algo = arg; return PTOOL_COLL_RUN;
+    case 'H': o->hash = 1; return PTOOL_COLL_RUN;
+    case 'J': o->json_path = arg; return PTOOL_COLL_RUN;
+    case 'h': return PTOOL_COLL_HELP;
+    default:  return PTOOL_COLL_ERROR;
+    }
+}
+
+int ptool_coll_parse(int argc, char **argv, ptool_coll_opts_t *o, const char *prog, FILE *err)
+{
+    static const struct option longs[] = {
+        {"minbytes", required_argument, NULL, 'b'}, {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'}, {"stepbytes", required_argument, NULL, 'i'},
+        {"datatype", required_argument, NULL, 'd'}, {"op", required_argument, NULL, 'o'},
+        {"root", required_argument, NULL, 'r'}, {"iters", required_argument, NULL, 'n'},
+        {"warmup_iters", required_argument, NULL, 'w'}, {"check", required_argument, NULL, 'c'},
+        {"algo", required_argument, NULL, 'a'}, {"inplace", required_argument, NULL, 'I'},
+        {"hash", no_argument, NULL, 'H'}, {"json", required_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int c, rc;
+
+    memset(o, 0, sizeof *o);
+    o->coll = -1;
+    o->min_bytes = 8;
+    o->max_bytes = (size_t)64 << 20;
+    o->step_factor = 2;
+    o->step_bytes = (size_t)1 << 20;
+    o->dtype = PTOOL_T_FLOAT;
+    o->iters = 20;
+    o->warmup = 5;
+    o->inplace = 2;
+    o->prog = prog;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":b:e:f:i:d:o:r:n:w:c:a:I:HJ:h", longs, NULL)) != -1) {
+        if (c == '?' || c == ':')
+            return ptool_perr(err, prog, c == '?' ? "unknown option '%s'" :
+                              "option '%s' needs a value", argv[optind - 1]);
+        if ((rc = ptool_parse_opt(c, optarg, o, prog, err)) != PTOOL_COLL_RUN)
+            return rc;
+    }
+    if (optind >= argc)
+        return ptool_perr(err, prog, "%s", "which collective? (e.g. allreduce)");
+    if ((o->coll = ptool_lookup(argv[optind], ptool_coll_names, PTOOL_C_N)) < 0)
+        return ptool_perr(err, prog, "unknown collective '%s'", argv[optind]);
+    if (optind + 1 < argc)
+        return ptool_perr(err, prog, "unexpected argument '%s'", argv[optind + 1]);
+    if (o->min_bytes > o->max_bytes)
+        return ptool_perr(err, prog, "%s", "-b is larger than -e");
+    if (o->step_factor == 0 && o->step_bytes == 0)
+        return ptool_perr(err, prog, "%s", "-i 0 would never reach -e");
+    return PTOOL_COLL_RUN;
+}
+
+/* ------------------------------------------------------------- element I/O */
+
+static uint16_t ptool_f2h(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+    int exp = (int)((x >> 23) & 0xff) - 127 + 15;
+    if (((x >> 23) & 0xff) == 0xff)
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    if (exp >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {          /* subnormal half (or zero) */
+        if (exp < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp), h = mant >> shift;
+        uint32_t rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        h += rest > half || (rest == half && (h & 1));
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13), rest = mant & 0x1fffu;
+    h += rest > 0x1000u || (rest == 0x1000u && (h & 1));
+    return (uint16_t)h;
+}
+
+static float ptool_h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
+    float f;
+    if (exp == 0) {
+        f = (float)mant / 16777216.0f;     /* mant * 2^-24 */
+        return sign ? -f : f;
+    }
+    x = exp == 31 ? sign | 0x7f800000u | (mant << 13)
+                  : sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static void ptool_store(void *buf, size_t i, int t, double v)
+{
+    char *p = (char *)buf + i * ptool_type_size[t];
+    switch (t) {
+    case PTOOL_T_INT8:   { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
+    case PTOOL_T_UINT8:  { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
+    case PTOOL_T_INT32:  { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
+    case PTOOL_T_UINT32: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    case PTOOL_T_INT64:  { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
+    case PTOOL_T_UINT64: { uint64_t x = (uint64_t)v; memcpy(p, &x, 8); break; }
+    case PTOOL_T_HALF:   { uint16_t x = ptool_f2h((float)v); memcpy(p, &x, 2); break; }
+    case PTOOL_T_BFLOAT16: {
+        float f = (float)v;
+        uint32_t u;
+        uint16_t x;
+        memcpy(&u, &f, 4);
+        x = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+        memcpy(p, &x, 2);
+        break;
+    }
+    case PTOOL_T_FLOAT:  { float x = (float)v; memcpy(p, &x, 4); break; }
+    default:             memcpy(p, &v, 8); break;
+    }
+}
+
+static double ptool_load(const void *buf, size_t i, int t)
+{
+    const char *p = (const char *)buf + i * ptool_type_size[t];
+    switch (t) {
+    case PTOOL_T_INT8:   { int8_t x; memcpy(&x, p, 1); return x; }
+    case PTOOL_T_UINT8:  { uint8_t x; memcpy(&x, p, 1); return x; }
+    case PTOOL_T_INT32:  { int32_t x; memcpy(&x, p, 4); return x; }
+    case PTOOL_T_UINT32: { uint32_t x; memcpy(&x, p, 4); return x; }
+    case PTOOL_T_INT64:  { int64_t x; memcpy(&x, p, 8); return (double)x; }
+    case PTOOL_T_UINT64: { uint64_t x; memcpy(&x, p, 8); return (double)x; }
+    case PTOOL_T_HALF:   { uint16_t x; memcpy(&x, p, 2); return ptool_h2f(x); }
+    case PTOOL_T_BFLOAT16: {
+        uint16_t x;
+        uint32_t u;
+        float f;
+        memcpy(&x, p, 2);
+        u = (uint32_t)x << 16;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    case PTOOL_T_FLOAT:  { float x; memcpy(&x, p, 4); return x; }
+    default:             { double x; memcpy(&x, p, 8); return x; }
+    }
+}
+
+/* ----------------------------------------------------------- check values */
+
+/* Input element i of rank r: small integers, so that every partial sum or
+ * product is exact in every type (8-bit types included, up to 16 ranks). */
+static double ptool_val(int r, size_t i, int op)
+{
+    if (op == PTOOL_O_PROD)
+        return (r + i) % 5 == 0 ? 2 : 1;
+    return (double)(((size_t)r * 5 + i * 3 + 1) % 8);
+}
+
+static double ptool_expect(int n, size_t i, int op)
+{
+    double acc = ptool_val(0, i, op);
+    for (int r = 1; r < n; r++) {
+        double v = ptool_val(r, i, op);
+        switch (op) {
+        case PTOOL_O_PROD: acc *= v; break;
+        case PTOOL_O_MAX:  acc = v > acc ? v : acc; break;
+        case PTOOL_O_MIN:  acc = v < acc ? v : acc; break;
+        default:           acc += v; break;
+        }
+    }
+    return op == PTOOL_O_AVG ? acc / n : acc;
+}
+
+static int ptool_is_float(int t)
+{
+    return t == PTOOL_T_HALF || t == PTOOL_T_BFLOAT16 || t == PTOOL_T_FLOAT ||
+           t == PTOOL_T_DOUBLE;
+}
+
+static int ptool_same(double got, double want, int t, int op)
+{
+    double tol;
+    if (!ptool_is_float(t))
+        return op == PTOOL_O_AVG ? fabs(got - want) <= 1.0 : got == want;
+    if (op != PTOOL_O_AVG)
+        return got == want;    /* small integers: exact in every float type */
+    tol = t == PTOOL_T_DOUBLE ? 1e-12 : t == PTOOL_T_FLOAT ? 1e-6 : 1e-2;
+    return fabs(got - want) <= tol * (fabs(want) > 1 ? fabs(want) : 1);
+}
+
+/* ------------------------------------------------------------ layout */
+
+typedef struct {
+    const ptool_coll_opts_t    *o;
+    const ptool_coll_backend_t *be;
+    int     n, rank, es;
+    size_t  count;        /* per the API's meaning */
+    size_t  selems;       /* input elements this rank holds */
+    size_t  relems;       /* output elements */
+    size_t  size;         /* nccl-tests bytes */
+    char   *sbuf, *rbuf;
+    size_t  cap;          /* bytes of each buffer */
+    size_t *vcounts, *vdispls;
+    FILE   *json;
+    int     json_rows;
+    double  bw_sum;
+    int     bw_n;
+    double  wrong_total;
+} ptool_cctx_t;
+
+/* Blocks of `count` in the nccl-tests size of the collective. */
+static int ptool_nblocks(int coll, int n)
+{
+    return coll == PTOOL_C_ALLREDUCE || coll == PTOOL_C_BCAST || coll == PTOOL_C_REDUCE ? 1 : n;
+}
+
+static double ptool_busbw_factor(int coll, int n)
+{
+    switch (coll) {
+    case PTOOL_C_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case PTOOL_C_BCAST: case PTOOL_C_REDUCE: return 1.0;
+    case PTOOL_C_BARRIER: return 0.0;
+    default: return (double)(n - 1) / n;
+    }
+}
+
+static void ptool_layout(ptool_cctx_t *c, size_t bytes)
+{
+    int coll = c->o->coll, n = c->n;
+    size_t nb = (size_t)ptool_nblocks(coll, n), cnt = bytes / (size_t)c->es / nb;
+    c->count = cnt;
+    c->size = cnt * nb * (size_t)c->es;
+    switch (coll) {
+    case PTOOL_C_ALLGATHER: case PTOOL_C_GATHER:
+        c->selems = cnt; c->relems = cnt * (size_t)n; break;
+    case PTOOL_C_REDUCE_SCATTER: case PTOOL_C_SCATTER:
+        c->selems = cnt * (size_t)n; c->relems = cnt; break;
+    case PTOOL_C_ALLTOALL: case PTOOL_C_ALLTOALLV:
+        c->selems = c->relems = cnt * (size_t)n; break;
+    case PTOOL_C_BARRIER:
+        c->selems = c->relems = c->count = c->size = 0; break;
+    default:
+        c->selems = c->relems = cnt; break;
+    }
+    for (int i = 0; c->vcounts && i < n; i++) {
+        c->vcounts[i] = cnt;
+        c->vdispls[i] = (size_t)i * cnt;
+    }
+}
+
+/* The call for this size; ip: in place. */
+static ptool_coll_call_t ptool_call(const ptool_cctx_t *c, int ip)
+{
+    ptool_coll_call_t k = {.coll = c->o->coll, .dtype = c->o->dtype, .op = c->o->op,
+                           .root = c->o->root, .sbuf = c->sbuf, .rbuf = c->rbuf,
+                           .count = c->count, .counts = c->vcounts, .displs = c->vdispls};
+    int rooted = ptool_is_rooted(k.coll);
+    if (k.coll == PTOOL_C_BCAST)
+        k.sbuf = k.rbuf;
+    else if (ip && (!rooted || c->rank == k.root))
+        k.sbuf = k.rbuf;
+    return k;
+}
+
+/* Where this rank's input lives for the call and at which element of that
+ * buffer input element 0 sits. */
+static char *ptool_input(const ptool_cctx_t *c, const ptool_coll_call_t *k, size_t *first)
+{
+    *first = 0;
+    if (k->sbuf == k->rbuf && (k->coll == PTOOL_C_ALLGATHER || k->coll == PTOOL_C_GATHER))
+        *first = (size_t)c->rank * c->count;
+    return k->coll == PTOOL_C_BCAST ? c->rbuf : (char *)k->sbuf;
+}
+
+static void ptool_fill(ptool_cctx_t *c, const ptool_coll_call_t *k)
+{
+    size_t first, nin = c->selems;
+    char *in = ptool_input(c, k, &first);
+    int src = c->rank;
+    memset(c->rbuf, 0xa5, c->cap);            /* poison: wrong if left untouched */
+    if (k->coll == PTOOL_C_BCAST) {
+        if (c->rank != k->root)
+            return;
+        nin = c->relems;
+    }
+    if (k->coll == PTOOL_C_SCATTER && c->rank != k->root)
+        return;
+    for (size_t i = 0; i < nin; i++)
+        ptool_store(in, first + i, c->o->dtype, ptool_val(src, i, c->o->op));
+}
+
+/* Expected value of output element i on this rank; NAN-free double. */
+static double ptool_want(const ptool_cctx_t *c, const ptool_coll_call_t *k, size_t i)
+{
+    int n = c->n, op = c->o->op;
+    size_t cnt = c->count;
+    switch (k->coll) {
+    case PTOOL_C_ALLREDUCE: case PTOOL_C_REDUCE: return ptool_expect(n, i, op);
+    case PTOOL_C_REDUCE_SCATTER: return ptool_expect(n, (size_t)c->rank * cnt + i, op);
+    case PTOOL_C_ALLGATHER: case PTOOL_C_GATHER: return ptool_val((int)(i / cnt), i % cnt, op);
+    case PTOOL_C_ALLTOALL: case PTOOL_C_ALLTOALLV:
+        return ptool_val((int)(i / cnt), (size_t)c->rank * cnt + i % cnt, op);
+    case PTOOL_C_BCAST: return ptool_val(k->root, i, op);
+    default: return ptool_val(k->root, (size_t)c->rank * cnt + i, op);   /* scatter */
+    }
+}
+
+/* Output elements this rank checks, and the first one's position. */
+static size_t ptool_outputs(const ptool_cctx_t *c, const ptool_coll_call_t *k, size_t *first)
+{
+    *first = 0;
+    if ((k->coll == PTOOL_C_REDUCE || k->coll == PTOOL_C_GATHER) && c->rank != k->root)
+        return 0;
+    if (k->coll == PTOOL_C_SCATTER && k->sbuf == k->rbuf && c->rank == k->root)
+        *first = (size_t)c->rank * c->count;
+    return c->relems;
+}
+
+static size_t ptool_count_wrong(const ptool_cctx_t *c, const ptool_coll_call_t *k)
+{
+    size_t first, nout = ptool_outputs(c, k, &first), wrong = 0;
+    for (size_t i = 0; i < nout; i++)
+        wrong += !ptool_same(ptool_load(c->rbuf, first + i, c->o->dtype), ptool_want(c, k, i),
+                             c->o->dtype, c->o->op);
+    return wrong;
+}
+
+/* FNV-1a over this rank's output, mixed with the rank. */
+static uint64_t ptool_hash(const ptool_cctx_t *c, const ptool_coll_call_t *k)
+{
+    size_t first, nout = ptool_outputs(c, k, &first);
+    const unsigned char *p = (const unsigned char *)c->rbuf + first * (size_t)c->es;
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)c->rank;
+    for (size_t i = 0; i < nout * (size_t)c->es; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* ------------------------------------------------------------ measuring */
+
+#define PTOOL_CALL(be, expr, what)             \
+    do {                                       \
+        int ptool_rc_ = (expr);                \
+        if (ptool_rc_ != 0)                    \
+            (be)->fail((what), ptool_rc_);     \
+    } while (0)
+
+typedef struct {
+    double time_us, algbw, busbw, wrong;    /* wrong < 0: not checked */
+    double hash[4];
+    int    unsupported;
+} ptool_cres_t;
+
+static void ptool_measure(ptool_cctx_t *c, int ip, ptool_cres_t *res)
+{
+    const ptool_coll_backend_t *be = c->be;
+    ptool_coll_call_t k = ptool_call(c, ip);
+    double t0, t, wr = 0;
+    int rc;
+
+    memset(res, 0, sizeof *res);
+    res->wrong = -1;
+    ptool_fill(c, &k);
+    rc = be->run(&k);
+    if (rc == PTOOL_UNSUPPORTED) {
+        res->unsupported = 1;
+        return;
+    }
+    PTOOL_CALL(be, rc, ptool_coll_name(k.coll));
+    for (long i = 1; i < c->o->warmup; i++)
+        PTOOL_CALL(be, be->run(&k), ptool_coll_name(k.coll));
+    PTOOL_CALL(be, be->barrier(), "barrier");
+    t0 = be->wtime();
+    for (long i = 0; i < c->o->iters; i++)
+        PTOOL_CALL(be, be->run(&k), ptool_coll_name(k.coll));
+    t = (be->wtime() - t0) / (double)c->o->iters;
+    for (int v = 0; v < c->o->check || (v == 0 && c->o->hash); v++) {
+        ptool_fill(c, &k);
+        PTOOL_CALL(be, be->run(&k), ptool_coll_name(k.coll));
+        wr += (double)ptool_count_wrong(c, &k);
+    }
+    if (c->o->hash) {
+        uint64_t h = ptool_hash(c, &k);
+        for (int j = 0; j < 4; j++)
+            res->hash[j] = (double)((h >> (16 * j)) & 0xffff);
+        PTOOL_CALL(be, be->sum_doubles(res->hash, 4), "hash sum");
+    }
+    PTOOL_CALL(be, be->sum_doubles(&t, 1), "time average");
+    PTOOL_CALL(be, be->sum_doubles(&wr, 1), "wrong-value count");
+    res->time_us = t / c->n * 1e6;
+    res->algbw = res->time_us > 0 ? (double)c->size / res->time_us / 1e3 : 0;
+    res->busbw = res->algbw * ptool_busbw_factor(k.coll, c->n);
+    if (c->o->check)
+        res->wrong = wr;
+}
+
+/* ------------------------------------------------------------ output */
+
+static void ptool_time_str(double us, char *out, size_t len)
+{
+    snprintf(out, len, us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f", us);
+}
+
+static void ptool_print_res(const ptool_cres_t *r)
+{
+    char ts[32], ws[32];
+    if (r->unsupported) {
+        printf("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+        return;
+    }
+    ptool_time_str(r->time_us, ts, sizeof ts);
+    if (r->wrong < 0)
+        snprintf(ws, sizeof ws, "N/A");
+    else
+        snprintf(ws, sizeof ws, "%.0f", r->wrong);
+    printf("  %7s  %6.2f  %6.2f  %6s", ts, r->algbw, r->busbw, ws);
+}
+
+static void ptool_print_header(const ptool_cctx_t *c)
+{
+    const ptool_coll_opts_t *o = c->o;
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    printf("# %s %s: %s %s, %d ranks on %s\n", o->prog, ptool_coll_name(o->coll), c->be->name,
+           c->be->version, c->n, host);
+    printf("# minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %ld iters: %ld "
+           "validation: %d algorithm: %s\n", o->min_bytes, o->max_bytes,
+           o->step_factor ? (size_t)o->step_factor : o->step_bytes,
+           o->step_factor ? "factor" : "bytes", o->warmup, o->iters, o->check,
+           o->algo ? o->algo : "auto");
+    printf("#\n");
+    printf("#%51s%-33s%s\n", "", "            out-of-place", "             in-place");
+    printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size",
+           "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+           "busbw", "#wrong");
+    printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)",
+           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+           "");
+}
+
+static void ptool_json_res(FILE *f, const char *key, const ptool_cres_t *r)
+{
+    fprintf(f, "\"%s\": ", key);
+    if (r->unsupported) {
+        fprintf(f, "null");
+        return;
+    }
+    fprintf(f, "{\"time_us\": %.3f, \"algbw_GBps\": %.4f, \"busbw_GBps\": %.4f, \"wrong\": ",
+            r->time_us, r->algbw, r->busbw);
+    if (r->wrong < 0)
+        fprintf(f, "null}");
+    else
+        fprintf(f, "%.0f}", r->wrong);
+}
+
+static void ptool_row(ptool_cctx_t *c, const ptool_cres_t res[2], const int run[2])
+{
+    int coll = c->o->coll;
+    const ptool_cres_t skip = {.unsupported = 1};
+    printf("  %10zu  %12zu  %8s  %6s  %6d", c->size, c->size / (size_t)c->es,
+           ptool_coll_type_name(c->o->dtype),
+           ptool_is_reduction(coll) ? ptool_coll_op_name(c->o->op) : "none",
+           ptool_is_rooted(coll) ? c->o->root : -1);
+    for (int ip = 0; ip < 2; ip++) {
+        ptool_print_res(run[ip] ? &res[ip] : &skip);
+        if (run[ip] && !res[ip].unsupported) {
+            c->bw_sum += res[ip].busbw;
+            c->bw_n++;
+            c->wrong_total += res[ip].wrong > 0 ? res[ip].wrong : 0;
+        }
+    }
+    printf("\n");
+    if (c->o->hash)
+        for (int ip = 0; ip < 2; ip++)
+            if (run[ip] && !res[ip].unsupported)
+                printf("# hash %s %s size %zu: %04x%04x%04x%04x\n", ptool_coll_name(coll),
+                       ip ? "in-place" : "out-of-place", c->size,
+                       (unsigned)fmod(res[ip].hash[3], 65536.0),
+                       (unsigned)fmod(res[ip].hash[2], 65536.0),
+                       (unsigned)fmod(res[ip].hash[1], 65536.0),
+                       (unsigned)fmod(res[ip].hash[0], 65536.0));
+    fflush(stdout);
+    if (c->json) {
+        fprintf(c->json, "%s\n    {\"size\": %zu, \"count\": %zu, ", c->json_rows++ ? "," : "",
+                c->size, c->size / (size_t)c->es);
+        ptool_json_res(c->json, "out_of_place", run[0] ? &res[0] : &skip);
+        fprintf(c->json, ", ");
+        ptool_json_res(c->json, "in_place", run[1] ? &res[1] : &skip);
+        fprintf(c->json, "}");
+    }
+}
+
+static int ptool_alloc(ptool_cctx_t *c)
+{
+    const ptool_coll_opts_t *o = c->o;
+    size_t maxb = o->max_bytes;
+    /* every layout fits in the largest size (n blocks of size / n each) */
+    c->cap = (maxb / (size_t)c->es + 1) * (size_t)c->es;
+    if (c->cap < 64)
+        c->cap = 64;
+    c->sbuf = aligned_alloc(4096, (c->cap + 4095) / 4096 * 4096);
+    c->rbuf = aligned_alloc(4096, (c->cap + 4095) / 4096 * 4096);
+    c->vcounts = calloc((size_t)c->n, sizeof(size_t));
+    c->vdispls = calloc((size_t)c->n, sizeof(size_t));
+    if (!c->sbuf || !c->rbuf || !c->vcounts || !c->vdispls)
+        return -1;
+    memset(c->sbuf, 0, c->cap);
+    memset(c->rbuf, 0, c->cap);
+    return 0;
+}
+
+static size_t ptool_next(const ptool_coll_opts_t *o, size_t b)
+{
+    if (o->step_factor)
+        return b ? b * (size_t)o->step_factor : 1;
+    return b + o->step_bytes;
+}
+
+static void ptool_json_open(ptool_cctx_t *c)
+{
+    const ptool_coll_opts_t *o = c->o;
+    if (!o->json_path || c->rank != 0)
+        return;
+    if (!(c->json = fopen(o->json_path, "w"))) {
+        fprintf(stderr, "%s: cannot write --json file '%s': %s\n", o->prog, o->json_path,
+                strerror(errno));
+        return;
+    }
+    fprintf(c->json, "{\"benchmark\": \"%s\", \"library\": \"%s\", \"version\": \"%s\", "
+            "\"ranks\": %d, \"type\": \"%s\", \"op\": \"%s\", \"root\": %d, \"algo\": \"%s\", "
+            "\"iters\": %ld, \"warmup\": %ld, \"busbw_factor\": %.6f, \"results\": [",
+            ptool_coll_name(o->coll), c->be->name, c->be->version, c->n,
+            ptool_coll_type_name(o->dtype), ptool_coll_op_name(o->op), o->root,
+            o->algo ? o->algo : "auto", o->iters, o->warmup, ptool_busbw_factor(o->coll, c->n));
+}
+
+int ptool_coll_run(const ptool_coll_opts_t *o, const ptool_coll_backend_t *be)
+{
+    ptool_cctx_t c = {.o = o, .be = be, .n = be->size, .rank = be->rank,
+                      .es = (int)ptool_type_size[o->dtype]};
+    size_t b = o->min_bytes;
+
+    if (ptool_is_rooted(o->coll) && (o->root < 0 || o->root >= c.n)) {
+        if (c.rank == 0)
+            fprintf(stderr, "%s: root %d is not a rank of this %d-rank job\n", o->prog, o->root,
+                    c.n);
+        return 2;
+    }
+    if (ptool_alloc(&c) != 0)
+        be->fail("buffer allocation", -1);
+    if (c.rank == 0)
+        ptool_print_header(&c);
+    ptool_json_open(&c);
+    for (;;) {
+        ptool_cres_t res[2];
+        int run[2] = {o->inplace != 1, o->inplace != 0};
+        ptool_layout(&c, b);
+        for (int ip = 0; ip < 2; ip++)
+            if (run[ip])
+                ptool_measure(&c, ip, &res[ip]);
+        if (c.rank == 0)
+            ptool_row(&c, res, run);
+        if (o->coll == PTOOL_C_BARRIER || b >= o->max_bytes)
+            break;
+        b = ptool_next(o, b);
+        if (b > o->max_bytes)
+            break;
+    }
+    if (c.rank == 0) {
+        printf("# Out of bounds values : %.0f %s\n", c.wrong_total,
+               c.wrong_total > 0 ? "FAILED" : "OK");
+        printf("# Avg bus bandwidth    : %g \n#\n", c.bw_n ? c.bw_sum / c.bw_n : 0.0);
+        fflush(stdout);
+    }
+    if (c.json) {
+        fprintf(c.json, "\n  ], \"out_of_bounds\": %.0f, \"avg_busbw_GBps\": %.4f}\n",
+                c.wrong_total, c.bw_n ? c.bw_sum / c.bw_n : 0.0);
+        fclose(c.json);
+    }
+    free(c.sbuf);
+    free(c.rbuf);
+    free(c.vcounts);
+    free(c.vdispls);
+    /* every rank returns the same verdict: the footer total is rank 0's sum */
+    {
+        double w = c.wrong_total;
+        PTOOL_CALL(be, be->sum_doubles(&w, 1), "verdict");
+        return w > 0 ? 1 : 0;
+    }
+}
