@@ -226,8 +226,9 @@ fi
 # A connection without the secret is refused and the job goes on; the
 # daemons' command lines carry no secret.
 want=2; start foreign --host h1:1,h2:1 sh -c "$WORK/sleeper 3"
-port=$(ip netns exec "$PFX-h1" ss -Htlnp 2>/dev/null | awk '/plaitrun/ { split($4, a, ":"); print a[2]; exit }')
 args=$(for i in 1 2; do d=$(daemon_pid h$i); [ -n "$d" ] && tr '\0' ' ' </proc/$d/cmdline; echo; done)
+# the head's port is the one its daemons connect to (a daemon listens too: do not guess with ss)
+port=$(sed -n 's/.*--parent [0-9.]*:\([0-9]*\) .*/\1/p' <<<"$args" | head -n 1)
 [ -n "$port" ] && ip netns exec "$PFX-h2" bash -c "exec 3<>/dev/tcp/198.18.0.1/$port; echo intruder >&3; sleep 0.5" 2>/dev/null
 finish
 bad_args=$(grep -vE -- '--daemon --parent [0-9.]+:[0-9]+ --node [0-9]+ $' <<<"$args")
