@@ -71,6 +71,7 @@ struct plait_request {
     size_t           total;         /* recv, copy path: message length */
     uint64_t         sid;           /* recv, cooperative copy: the sender's request id */
     uint64_t         coop;          /* recv, cooperative copy: the transport's handle */
+    int              placed;        /* recv, copy path: buf exposed to the transport (id) */
     struct plait_request *prev, *next;   /* posted-receive list or active-collective list */
     /* collectives: progressed by ppt_progress_locked until done */
     int            (*progress)(struct plait_request *req);

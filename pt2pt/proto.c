@@ -86,8 +86,12 @@ static int tx_stream(ppt_state_t *s, int world, ppt_tx_t *t)
     size_t frag = tl->ops->max_frame(tl) - sizeof(ppt_hdr_t);
     while (t->hdr.aux < req->len) {
         size_t n = req->len - t->hdr.aux < frag ? req->len - t->hdr.aux : frag;
-        int rc = tl->ops->send(tl, world, &t->hdr, sizeof t->hdr,
-                               (const char *)req->buf + t->hdr.aux, n);
+        const char *p = (const char *)req->buf + t->hdr.aux;
+        /* the receiver exposed its buffer where the transport places data */
+        int rc = tl->ops->send_placed
+                     ? tl->ops->send_placed(tl, world, &t->hdr, sizeof t->hdr, p, n, t->hdr.rid,
+                                            t->hdr.aux)
+                     : tl->ops->send(tl, world, &t->hdr, sizeof t->hdr, p, n);
         if (rc == 1)
             return 1;
         if (rc != PLAIT_OK) {
@@ -245,11 +249,18 @@ static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, in
         r->total = len;
         r->got = 0;
         r->world = world;
-        if (ppt_req_register(s, r) == PLAIT_OK) {
+        rc = ppt_req_register(s, r) == PLAIT_OK ? PLAIT_OK : PLAIT_ERR_NOMEM;
+        /* where the transport can, DATA lands straight in the buffer */
+        if (rc == PLAIT_OK && tl->ops->expose) {
+            rc = tl->ops->expose(tl, world, r->id, r->buf, r->len);
+            r->placed = rc == PLAIT_OK;
+            if (rc != PLAIT_OK)
+                ppt_req_unregister(s, r);
+        }
+        if (rc == PLAIT_OK) {
             control(s, world, PPT_CTS, sid, r->id);
             return;
         }
-        rc = PLAIT_ERR_NOMEM;
     }
     control(s, world, PPT_FIN, sid, 0);
     if (rc != PLAIT_OK) {
@@ -368,7 +379,7 @@ static void rx_data(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
                 world);
         return;
     }
-    if (r->got < r->len) {
+    if (r->got < r->len && payload) {   /* NULL: the transport placed it already */
         size_t room = r->len - r->got;
         memcpy((char *)r->buf + r->got, payload, plen < room ? plen : room);
     }

@@ -56,6 +56,11 @@ int ppt_req_register(ppt_state_t *s, plait_request_t req)
 
 void ppt_req_unregister(ppt_state_t *s, plait_request_t req)
 {
+    if (req->placed) {   /* the transport must stop writing into buf first */
+        ptl_tl_t *tl = s->tl_of[req->world];
+        tl->ops->unexpose(tl, req->world, req->id);
+        req->placed = 0;
+    }
     if (req->id) {
         prt_map_del(&s->reqs, req->id);
         req->id = 0;

@@ -21,7 +21,9 @@
 #define PTL_MAX_HDR 64
 
 /* Receive callback: one whole frame (header + payload), valid only during the
- * call. Frames from one peer arrive in the order they were sent. */
+ * call. Frames from one peer arrive in the order they were sent. payload is
+ * NULL (plen > 0) for a frame sent with send_placed: its bytes are already in
+ * the region the receiver exposed. */
 typedef void (*ptl_rx_fn)(void *ctx, int src, const void *hdr, size_t hlen,
                           const void *payload, size_t plen);
 
@@ -63,6 +65,15 @@ struct ptl_ops {
      * the peer; returns 1 while some remain. NULL: send() never keeps any. */
     int  (*flush)(ptl_tl_t *tl);
     void (*fini)(ptl_tl_t *tl);
+    /* Direct placement (optional, all three NULL when absent): the receiver
+     * exposes buf[0..len) under id for frames from peer; the peer's
+     * send_placed frames naming id put their payload at offset off of it
+     * (no copy into a frame buffer) and arrive with payload NULL; bytes
+     * outside the region are dropped. unexpose before buf goes away. */
+    int  (*expose)(ptl_tl_t *tl, int peer, uint64_t id, void *buf, size_t len);
+    void (*unexpose)(ptl_tl_t *tl, int peer, uint64_t id);
+    int  (*send_placed)(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, const void *payload,
+                        size_t plen, uint64_t id, uint64_t off);
 };
 
 /* A transport kind, listed by plait_info. */

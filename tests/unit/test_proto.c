@@ -470,6 +470,114 @@ static void t_small_one_path(void)
     free(n);
 }
 
+/* The receiver's exposed region for the placement tests: id 77, 300000 bytes. */
+typedef struct {
+    uint8_t *buf;
+    size_t   len;
+} region_t;
+
+static void *place_in_region(void *arg, uint64_t id, uint64_t off, size_t *len)
+{
+    region_t *r = arg;
+    if (id != 77 || off >= r->len)
+        return NULL;
+    if (*len > r->len - off)
+        *len = r->len - off;
+    return r->buf + off;
+}
+
+/* Placed messages: the payload lands in the exposed region at its offset
+ * (under loss and reordering), the delivered message holds the header only,
+ * and bytes outside the region are discarded, never written. */
+static void t_placed(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    region_t rg = {calloc(1, 300000 + 64), 300000};
+    uint8_t *src = malloc(300000), hdr[40] = {9, 8, 7};
+    int permille = 30, bad = 0, steps = 0, got = 0;
+    size_t parts[3] = {100000, 150000, 50000}, off = 0;
+    pp_msg_t *m;
+    net_cfg(&a, 0, 5, 6);
+    net_cfg(&b, 1, 5, 6);
+    b.place = place_in_region;
+    b.place_arg = &rg;
+    net_init(n, &a, &b);
+    n->filter = f_random_loss;
+    n->arg = &permille;
+    n->reverse = 1;
+    msg_fill(src, 300000, 3, 1);
+    for (int i = 0; i < 3; i++) {
+        if (pp_send_placed(&n->c[0], hdr, sizeof hdr, src + off, parts[i], 77, off) != 0)
+            bad++;
+        off += parts[i];
+    }
+    /* one more that reaches past the region's end: the 500 bytes inside it
+     * land (a truncating receive), the rest is discarded, never written */
+    bad += pp_send_placed(&n->c[0], hdr, sizeof hdr, src + 299500, 1000, 77, 299500) != 0;
+    while (steps++ < MAX_STEPS && (got < 4 || !pp_idle(&n->c[0]))) {
+        net_step(n, 64);
+        while ((m = pp_deliver(&n->c[1])) != NULL) {
+            bad += m->len != sizeof hdr + (got < 3 ? parts[got] : 1000) || !m->placed ||
+                   memcmp(m->data, hdr, sizeof hdr) != 0;
+            got++;
+            pp_msg_release(&n->c[1], m);
+        }
+    }
+    TAP_OK(got == 4 && bad == 0, "placed: 4 messages delivered with their headers (%d bad)", bad);
+    TAP_OK(memcmp(rg.buf, src, 300000) == 0 && rg.buf[300000] == 0,
+           "placed: 300000 bytes in the region intact under 3%% loss and reordering, nothing "
+           "written past it");
+    TAP_OK(n->c[1].st.rx_placed == 300500 && n->c[1].st.rx_discarded == 500,
+           "placed: counters (placed %llu, discarded %llu)",
+           (unsigned long long)n->c[1].st.rx_placed, (unsigned long long)n->c[1].st.rx_discarded);
+    TAP_OK(n->c[1].rx_buffered == 0, "placed: receive buffer accounting back to 0");
+    net_fini(n);
+    /* a receiver without a place hook drops placed packets as out of bounds */
+    net_cfg(&a, 0, 5, 6);
+    net_cfg(&b, 1, 5, 6);
+    net_init(n, &a, &b);
+    pp_send_placed(&n->c[0], hdr, sizeof hdr, src, 5000, 77, 0);
+    for (int i = 0; i < 5; i++)
+        net_step(n, 64);
+    TAP_OK(n->c[1].st.drops[PP_DROP_BOUNDS] > 0 && !pp_deliver_ready(&n->c[1]),
+           "placed: no place hook, packets dropped (%llu)",
+           (unsigned long long)n->c[1].st.drops[PP_DROP_BOUNDS]);
+    net_fini(n);
+    free(n);
+    free(src);
+    free(rg.buf);
+}
+
+/* Drops every ACK for a while: the sender's timeouts resend packets the
+ * receiver already has; its ACKs then report the duplicates and the RTO
+ * floor rises above the configured one. */
+static int f_acks_lost_early(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    (void)len; (void)seq;
+    return from == 1 && p[4] == PP_T_ACK && n->now < 1000000 + 3000000 ? NET_DROP : NET_PASS;
+}
+
+static void t_spurious_rto(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    xfer_t x;
+    net_cfg(&a, 0, 11, 12);
+    net_cfg(&b, 1, 11, 12);
+    net_init(n, &a, &b);
+    n->filter = f_acks_lost_early;
+    x = transfer(n, 10, 64, 1);
+    xfer_ok("spurious timeouts", x, 10);
+    TAP_OK(n->c[0].st.spurious > 0 && n->c[0].rto_floor_ns > a.rto_min_ns,
+           "spurious timeouts: duplicates reported (%llu), RTO floor raised %llu -> %llu ns",
+           (unsigned long long)n->c[0].st.spurious, (unsigned long long)a.rto_min_ns,
+           (unsigned long long)n->c[0].rto_floor_ns);
+    TAP_OK(n->c[0].rto_floor_ns <= a.rto_max_ns / 4, "spurious timeouts: floor bounded");
+    net_fini(n);
+    free(n);
+}
+
 int main(void)
 {
     t_clean();
@@ -485,5 +593,7 @@ int main(void)
     t_flow_control();
     t_policies();
     t_small_one_path();
+    t_placed();
+    t_spurious_rto();
     return tap_done();
 }

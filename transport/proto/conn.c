@@ -72,6 +72,7 @@ int pp_conn_init(pp_conn_t *c, const pp_cfg_t *cfg)
     c->tx_next_msg = cfg->tx_isn;
     c->rcv_cum = c->rcv_msg = cfg->rx_isn;
     c->rwnd = cfg->rx_buf_max;
+    c->rto_floor_ns = c->cfg.rto_min_ns;
     c->cfg.cc->init(c);
     return 0;
 }
@@ -85,6 +86,8 @@ void pp_conn_fini(pp_conn_t *c)
     }
     for (int i = 0; i < PP_WIN; i++)
         free(c->rmsg[i]);
+    while (c->ncache > 0)
+        free(c->cache[--c->ncache]);
     free(c->paths);
     free(c->pk);
     c->paths = NULL;
@@ -93,9 +96,62 @@ void pp_conn_fini(pp_conn_t *c)
     memset(c->rmsg, 0, sizeof c->rmsg);
 }
 
+/* ---------------------------------------------------------------- buffers */
+
+/* A message with room for len bytes, its header cleared. Large buffers
+ * come in power-of-two sizes from a small per-connection cache (best fit);
+ * a miss frees the smallest cached one, so buffers of an earlier, smaller
+ * message size do not pin the cache while every larger message pays a fresh
+ * mmap and its page faults. */
+static pp_msg_t *msg_alloc(pp_conn_t *c, size_t len)
+{
+    pp_msg_t *m = NULL;
+    size_t cap = len;
+    if (len >= PP_MSG_BIG) {
+        int best = -1, small = -1;
+        for (cap = PP_MSG_BIG; cap < len; cap *= 2)
+            ;
+        for (int i = 0; i < c->ncache; i++) {
+            uint32_t k = c->cache[i]->cap;
+            if (k >= len && (best < 0 || k < c->cache[best]->cap))
+                best = i;
+            if (small < 0 || k < c->cache[small]->cap)
+                small = i;
+        }
+        if (best >= 0) {
+            m = c->cache[best];
+            c->cache[best] = c->cache[--c->ncache];
+            cap = m->cap;
+        } else if (small >= 0) {
+            free(c->cache[small]);
+            c->cache[small] = c->cache[--c->ncache];
+        }
+    }
+    if (!m && !(m = malloc(sizeof *m + cap)))
+        return NULL;
+    memset(m, 0, sizeof *m);
+    m->cap = (uint32_t)cap;
+    m->data = (uint8_t *)(m + 1);
+    return m;
+}
+
+static void msg_free(pp_conn_t *c, pp_msg_t *m)
+{
+    if (m && m->cap >= PP_MSG_BIG && c->ncache < PP_MSG_CACHE)
+        c->cache[c->ncache++] = m;
+    else
+        free(m);
+}
+
 /* ----------------------------------------------------------------- sender */
 
 int pp_send(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen)
+{
+    return pp_send_placed(c, hdr, hlen, payload, plen, UINT64_MAX, 0);
+}
+
+int pp_send_placed(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen,
+                   uint64_t place_id, uint64_t place_off)
 {
     size_t len = hlen + plen;
     pp_msg_t *m;
@@ -107,17 +163,18 @@ int pp_send(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, siz
         c->tx_was_blocked = 1;
         return 1;
     }
-    m = malloc(sizeof *m + len);
+    m = msg_alloc(c, len);
     if (!m)
         return 1;
-    memset(m, 0, sizeof *m);
-    m->data = (uint8_t *)(m + 1);
     memcpy(m->data, hdr, hlen);
     if (plen)
         memcpy(m->data + hlen, payload, plen);
     m->id = c->tx_next_msg++;
     m->len = (uint32_t)len;
     m->hlen = (uint32_t)hlen;
+    m->placed = place_id != UINT64_MAX;
+    m->place_id = place_id;
+    m->place_off = place_off;
     m->prev = c->tx_tail;
     if (c->tx_tail)
         c->tx_tail->next = m;
@@ -149,7 +206,10 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, uint64_t n
     pp_data_t d;
     memset(&d, 0, sizeof d);
     fill_common(c, &d.h, PP_T_DATA, p->path, now);
-    d.h.flags = (uint8_t)((p->retx ? PP_F_RETX : 0) | (p->chunk_end ? PP_F_CHUNK_END : 0));
+    d.h.flags = (uint8_t)((p->retx ? PP_F_RETX : 0) | (p->chunk_end ? PP_F_CHUNK_END : 0) |
+                          (p->msg->placed ? PP_F_PLACED : 0));
+    d.place_id = p->msg->place_id;
+    d.place_off = p->msg->place_off;
     d.psn = psn;
     d.msg = p->msg->id;
     d.msg_len = p->msg->len;
@@ -193,6 +253,7 @@ static int tx_retransmit(pp_conn_t *c, uint64_t now, pp_out_t *out)
         p->retx++;
         p->sent_ns = now;
         c->inflight += p->len;
+        c->paths[path].inflight += p->len;
         c->nlost--;
         path_sent(c, path, p->len, 1);
         build_data(c, psn, p, now, out);
@@ -265,6 +326,7 @@ int pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
         p->chunk_end = 1;
     }
     c->inflight += len;
+    c->paths[p->path].inflight += len;
     path_sent(c, p->path, len, 0);
     build_data(c, c->snd_nxt, p, now, out);
     c->snd_nxt++;
@@ -281,22 +343,31 @@ static void msg_acked(pp_conn_t *c, pp_msg_t *m, uint32_t len)
     if (c->tx_cut == m)
         c->tx_cut = m->next;
     c->tx_buffered -= m->len;
-    free(m);
+    msg_free(c, m);
 }
 
 /* A packet leaves flight (acked); returns its bytes if they are newly acked. */
-static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked)
+static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
 {
     uint32_t len = p->len;
+    pp_path_t *pa = &c->paths[p->path];
     if (p->state == PP_PK_FREE || p->state == PP_PK_SACKED) {
         if (!sacked)
             p->state = PP_PK_FREE;
         return 0;
     }
-    if (p->state == PP_PK_INFLIGHT)
+    if (p->state == PP_PK_INFLIGHT) {
         c->inflight -= len;
-    else
+        pa->inflight -= len;
+        if (!p->retx && now >= p->sent_ns) {   /* unambiguous: a queue-delay sample */
+            uint64_t q = now - p->sent_ns;
+            pa->qrtt_ns = pa->qrtt_ns ? (7 * pa->qrtt_ns + q) / 8 : q;
+        }
+    } else {
         c->nlost--;
+    }
+    if (p->sent_ns > pa->acked_sent_ns)
+        pa->acked_sent_ns = p->sent_ns;
     p->state = sacked ? PP_PK_SACKED : PP_PK_FREE;
     msg_acked(c, p->msg, len);
     p->msg = NULL;
@@ -327,6 +398,7 @@ static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint
 {
     p->state = PP_PK_LOST;
     c->inflight -= p->len;
+    c->paths[p->path].inflight -= p->len;
     c->nlost++;
     c->paths[p->path].st.lost++;
     c->paths[p->path].penalty_until = now + 4 * (c->srtt_ns ? c->srtt_ns : c->cfg.rto_min_ns);
@@ -343,16 +415,29 @@ static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint
     }
 }
 
-/* Fast retransmit: a packet with dupthresh later packets SACKed, sent
- * before the highest SACKed one, is lost. */
+/* Fast retransmit. Paths differ in delay (spraying reorders by whole queue
+ * depths), but each path keeps its own order: a packet is lost when a packet
+ * sent later on the same path was acknowledged (beyond a small reordering
+ * window), or when dupthresh later packets were SACKed and it is older than
+ * the newest SACKed one by more than twice its own path's RTT (a path whose
+ * later packets were all lost too). */
 static void detect_dup_loss(pp_conn_t *c, uint64_t now)
 {
+    uint64_t reo = c->min_rtt_ns / 4;
     uint32_t psn;
-    if (!c->have_sack || sdiff(c->highest_sacked, c->snd_una) < (int32_t)c->cfg.dupthresh)
+    if (!c->have_sack)
         return;
-    for (psn = c->snd_una; sdiff(c->highest_sacked, psn) >= (int32_t)c->cfg.dupthresh; psn++) {
+    for (psn = c->snd_una; sdiff(c->highest_sacked, psn) > 0; psn++) {
         pp_pkt_t *p = &c->pk[psn % PP_WIN];
-        if (p->state == PP_PK_INFLIGHT && p->sent_ns <= c->hs_sent_ns)
+        const pp_path_t *pa;
+        uint64_t prtt;
+        if (p->state != PP_PK_INFLIGHT)
+            continue;
+        pa = &c->paths[p->path];
+        prtt = pa->st.srtt_ns ? pa->st.srtt_ns : c->srtt_ns;
+        if (p->sent_ns + reo < pa->acked_sent_ns ||
+            (sdiff(c->highest_sacked, psn) >= (int32_t)c->cfg.dupthresh &&
+             p->sent_ns + 2 * prtt + reo < c->hs_sent_ns))
             mark_lost(c, psn, p, 0, now);
     }
 }
@@ -364,10 +449,38 @@ static int ack_valid(const pp_conn_t *c, const pp_ack_t *a)
     if (sdiff(a->cum, c->snd_nxt) > 0)
         return 0;
     span = sdiff(c->snd_nxt, a->cum) - 1;   /* SACK bits that may be set */
-    for (int i = span < 0 ? 0 : span; i < PP_WIN; i++)
-        if (a->sack[i / 8] & (1u << (i % 8)))
+    if (span < 0)
+        span = 0;
+    if (span >= PP_WIN)
+        return 1;
+    if (a->sack[span / 8] >> (span % 8))          /* the partial byte, then whole ones */
+        return 0;
+    for (int i = span / 8 + 1; i < PP_WIN / 8; i++)
+        if (a->sack[i])
             return 0;
     return 1;
+}
+
+/* The peer received duplicates: some retransmissions were needless. When
+ * timeouts fired since the floor last moved, the RTO is shorter than the
+ * delays this path really has (a descheduled receiver, a slow ACK path):
+ * double the floor, up to a quarter of the RTO ceiling. Fast retransmits
+ * alone (reordering) leave it. */
+static void rx_dups(pp_conn_t *c, uint32_t dups)
+{
+    uint32_t delta = dups - c->dups_seen;
+    if (delta == 0 || delta >= (1u << 30))   /* none, or an older ACK overtaken */
+        return;
+    c->dups_seen = dups;
+    c->st.spurious += delta;
+    if (c->st.retx_timeout == c->timeouts_seen)
+        return;
+    c->timeouts_seen = c->st.retx_timeout;
+    c->rto_floor_ns *= 2;
+    if (c->rto_floor_ns > c->cfg.rto_max_ns / 4)
+        c->rto_floor_ns = c->cfg.rto_max_ns / 4;
+    if (c->rto_floor_ns < c->cfg.rto_min_ns)
+        c->rto_floor_ns = c->cfg.rto_min_ns;
 }
 
 static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a)
@@ -381,10 +494,14 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a)
     c->st.acks_rx++;
     if (sdiff(a->cum, c->snd_una) >= 0) {
         for (; sdiff(a->cum, c->snd_una) > 0; c->snd_una++)
-            acked += pkt_acked(c, &c->pk[c->snd_una % PP_WIN], 0);
+            acked += pkt_acked(c, &c->pk[c->snd_una % PP_WIN], 0, now);
         for (int i = 0; i < PP_WIN && sdiff(c->snd_nxt, a->cum + 1 + (uint32_t)i) > 0; i++) {
             uint32_t psn = a->cum + 1 + (uint32_t)i;
             pp_pkt_t *p = &c->pk[psn % PP_WIN];
+            if (i % 8 == 0 && !a->sack[i / 8]) {   /* skip empty bytes whole */
+                i += 7;
+                continue;
+            }
             if (!(a->sack[i / 8] & (1u << (i % 8))) || p->state == PP_PK_SACKED)
                 continue;
             if (!c->have_sack || sdiff(psn, c->highest_sacked) > 0) {
@@ -392,7 +509,7 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a)
                 c->hs_sent_ns = p->sent_ns;
                 c->have_sack = 1;
             }
-            acked += pkt_acked(c, p, 1);
+            acked += pkt_acked(c, p, 1, now);
         }
         c->rwnd = a->rwnd;
     }
@@ -413,6 +530,7 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a)
             c->cfg.cc->on_credit(c, delta);
         }
     }
+    rx_dups(c, a->dups);
     detect_dup_loss(c, now);
     info.acked = acked;
     info.inflight = c->inflight;
@@ -423,9 +541,9 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a)
 uint64_t pp_rto_ns(const pp_conn_t *c);
 uint64_t pp_rto_ns(const pp_conn_t *c)
 {
-    uint64_t rto = c->srtt_ns ? c->srtt_ns + 4 * c->rttvar_ns : 2 * c->cfg.rto_min_ns;
-    if (rto < c->cfg.rto_min_ns)
-        rto = c->cfg.rto_min_ns;
+    uint64_t rto = c->srtt_ns ? c->srtt_ns + 4 * c->rttvar_ns : 2 * c->rto_floor_ns;
+    if (rto < c->rto_floor_ns)
+        rto = c->rto_floor_ns;
     return rto > c->cfg.rto_max_ns ? c->cfg.rto_max_ns : rto;
 }
 
@@ -477,9 +595,13 @@ static int drop(pp_conn_t *c, int why)
     return why;
 }
 
+/* Receive-buffer bytes a message holds. */
+static size_t rx_cost(int placed, uint32_t len, uint32_t hlen) { return placed ? hlen : len; }
+
 /* The message a packet belongs to, made on its first packet; NULL: dropped. */
 static pp_msg_t *rx_msg(pp_conn_t *c, const pp_data_t *d)
 {
+    int placed = (d->h.flags & PP_F_PLACED) != 0;
     int32_t md = sdiff(d->msg, c->rcv_msg);
     pp_msg_t **slot = &c->rmsg[d->msg % PP_WIN], *m;
     if (md < 0)
@@ -487,23 +609,27 @@ static pp_msg_t *rx_msg(pp_conn_t *c, const pp_data_t *d)
     if (md >= PP_WIN)
         return drop(c, PP_DROP_WINDOW), NULL;
     if ((m = *slot) != NULL) {
-        if (m->id != d->msg || m->len != d->msg_len || m->hlen != d->hlen)
+        if (m->id != d->msg || m->len != d->msg_len || m->hlen != d->hlen ||
+            m->placed != placed || (placed && (m->place_id != d->place_id ||
+                                               m->place_off != d->place_off)))
             return drop(c, PP_DROP_INCONS), NULL;
         return m;
     }
     /* Flow control: beyond the buffer cap only the next message to deliver
-     * may start (so progress is always possible); the sender retransmits. */
-    if (md != 0 && c->rx_buffered + d->msg_len > c->cfg.rx_buf_max)
+     * may start (so progress is always possible); the sender retransmits.
+     * A placed message buffers its header only. */
+    if (md != 0 && c->rx_buffered + rx_cost(placed, d->msg_len, d->hlen) > c->cfg.rx_buf_max)
         return drop(c, PP_DROP_NOBUF), NULL;
-    m = malloc(sizeof *m + d->msg_len);
+    m = msg_alloc(c, placed ? d->hlen : d->msg_len);
     if (!m)
         return drop(c, PP_DROP_NOBUF), NULL;
-    memset(m, 0, sizeof *m);
-    m->data = (uint8_t *)(m + 1);
+    m->placed = placed;
+    m->place_id = d->place_id;
+    m->place_off = d->place_off;
     m->id = d->msg;
     m->len = d->msg_len;
     m->hlen = d->hlen;
-    c->rx_buffered += m->len;
+    c->rx_buffered += rx_cost(placed, m->len, m->hlen);
     *slot = m;
     return m;
 }
@@ -516,6 +642,37 @@ static void note_ack(pp_conn_t *c, const pp_data_t *d)
     c->ack_echo_flags = d->h.flags;
 }
 
+/* Puts a packet's bytes at their offset: no reorder copy. A placed
+ * message keeps its header here and sends the payload to the region the
+ * receiver exposed (or discards what falls outside it). */
+static void rx_copy(pp_conn_t *c, pp_msg_t *m, const pp_data_t *d, const uint8_t *payload)
+{
+    uint32_t off = d->off, len = d->len;
+    size_t room;
+    uint8_t *dst;
+    if (!m->placed) {
+        memcpy(m->data + off, payload, len);
+        return;
+    }
+    if (off < m->hlen) {
+        uint32_t h = m->hlen - off < len ? m->hlen - off : len;
+        memcpy(m->data + off, payload, h);
+        off += h;
+        payload += h;
+        len -= h;
+    }
+    if (len == 0)
+        return;
+    room = len;
+    dst = c->cfg.place(c->cfg.place_arg, m->place_id, m->place_off + (off - m->hlen), &room);
+    if (!dst || room > len)
+        room = 0;
+    if (room)
+        memcpy(dst, payload, room);
+    c->st.rx_placed += room;
+    c->st.rx_discarded += len - room;
+}
+
 static void rx_data(pp_conn_t *c, uint64_t now, const pp_data_t *d, const uint8_t *payload)
 {
     int32_t pd = sdiff(d->psn, c->rcv_cum);
@@ -523,7 +680,8 @@ static void rx_data(pp_conn_t *c, uint64_t now, const pp_data_t *d, const uint8_
     if (d->msg_len == 0 || d->msg_len > c->cfg.max_msg || d->hlen == 0 || d->hlen > PP_MAX_HLEN ||
         d->hlen > d->msg_len || d->len == 0 || d->len > c->cfg.mtu ||
         (uint64_t)d->off + d->len > d->msg_len || d->chunk != d->off / c->cfg.chunk ||
-        d->h.path >= PP_MAX_PATHS) {
+        d->h.path >= PP_MAX_PATHS || ((d->h.flags & PP_F_PLACED) &&
+                                      (!c->cfg.place || d->place_id == UINT64_MAX))) {
         drop(c, PP_DROP_BOUNDS);
         return;
     }
@@ -542,7 +700,7 @@ static void rx_data(pp_conn_t *c, uint64_t now, const pp_data_t *d, const uint8_
         drop(c, PP_DROP_INCONS);
         return;
     }
-    memcpy(m->data + d->off, payload, d->len);   /* placed at its offset: no reorder copy */
+    rx_copy(c, m, d, payload);
     m->got += d->len;
     bit_set(c->rcv_bits, d->psn);
     while (bit_get(c->rcv_bits, c->rcv_cum)) {
@@ -610,6 +768,23 @@ void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len)
     }
 }
 
+/* The SACK bitmap relative to cum (bit i: PSN cum + 1 + i) from the
+ * receive bitmap (indexed by PSN mod PP_WIN): only set bits cost work. */
+static void sack_fill(const pp_conn_t *c, uint32_t cum, uint8_t *sack)
+{
+    for (int byte = 0; byte < PP_WIN / 8; byte++) {
+        uint8_t v = c->rcv_bits[byte];
+        while (v) {
+            int bit = __builtin_ctz(v);
+            uint32_t idx = (uint32_t)(byte * 8 + bit);
+            uint32_t i = (idx - (cum + 1)) % PP_WIN;   /* PP_WIN divides 2^32 */
+            v &= (uint8_t)(v - 1);
+            if (i < PP_WIN - 1)
+                sack[i / 8] |= (uint8_t)(1u << (i % 8));
+        }
+    }
+}
+
 int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
 {
     pp_ack_t a;
@@ -625,9 +800,8 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     room = c->rx_buffered < c->cfg.rx_buf_max ? c->cfg.rx_buf_max - c->rx_buffered : 0;
     a.rwnd = room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
     a.credit = c->credit_grant;
-    for (int i = 0; i < PP_WIN - 1; i++)
-        if (bit_get(c->rcv_bits, a.cum + 1 + (uint32_t)i))
-            a.sack[i / 8] |= (uint8_t)(1u << (i % 8));
+    a.dups = (uint32_t)c->st.drops[PP_DROP_DUP];
+    sack_fill(c, a.cum, a.sack);
     memcpy(out->hdr, &a, sizeof a);
     out->hdr_len = sizeof a;
     out->payload = NULL;
@@ -657,8 +831,8 @@ int pp_deliver_ready(const pp_conn_t *c)
 
 void pp_msg_release(pp_conn_t *c, pp_msg_t *m)
 {
-    c->rx_buffered -= m->len;
-    free(m);
+    c->rx_buffered -= rx_cost(m->placed, m->len, m->hlen);
+    msg_free(c, m);
 }
 
 void pp_stats(const pp_conn_t *c, pp_stats_t *st)
@@ -668,4 +842,5 @@ void pp_stats(const pp_conn_t *c, pp_stats_t *st)
     st->min_rtt_ns = c->min_rtt_ns;
     st->cwnd = (uint64_t)c->cc.cwnd;
     st->credit = c->cc.credit > 0 ? (uint64_t)c->cc.credit : 0;
+    st->rto_floor_ns = c->rto_floor_ns;
 }

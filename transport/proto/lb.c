@@ -26,20 +26,39 @@ static int lb_random(pp_conn_t *c, uint64_t now)
 
 const pp_lb_ops_t pp_lb_spray = {.name = "spray", .select_path = lb_random};
 
+/* Expected delay of a new chunk on path p: its queue-inclusive RTT (send to
+ * ACK of its recent packets), scaled up by what is already in flight on it,
+ * so a slow or congested path looks as bad as it is; recently lossy paths
+ * are avoided. A path with no sample yet costs the connection's minimum, so
+ * it gets tried. */
 static uint64_t path_cost(const pp_conn_t *c, int p, uint64_t now)
 {
     const pp_path_t *pp = &c->paths[p];
-    uint64_t cost = pp->st.srtt_ns;
+    uint64_t rtt = pp->qrtt_ns ? pp->qrtt_ns : pp->st.srtt_ns ? pp->st.srtt_ns : c->min_rtt_ns;
+    uint64_t cost = (rtt ? rtt : 1) * (1 + pp->inflight / (c->cfg.chunk ? c->cfg.chunk : 1));
     if (pp->penalty_until > now)
         cost += 1000000000ull;
     return cost;
 }
 
+/* Power of two choices, with up to two more draws when the better of the
+ * two still costs over four times the cheapest path seen lately: with half
+ * the paths slow, plain p2c would still put a quarter of the chunks on them. */
 static int p2c_select(pp_conn_t *c, uint64_t now)
 {
-    int n = (int)c->cfg.npaths;
-    int a = (int)(pp_rand(c) % (uint64_t)n), b = (int)(pp_rand(c) % (uint64_t)n);
-    return path_cost(c, a, now) <= path_cost(c, b, now) ? a : b;
+    int n = (int)c->cfg.npaths, best = 0;
+    uint64_t best_cost = UINT64_MAX, floor = c->min_rtt_ns ? c->min_rtt_ns : 1;
+    for (int draw = 0; draw < 4; draw++) {
+        int p = (int)(pp_rand(c) % (uint64_t)n);
+        uint64_t cost = path_cost(c, p, now);
+        if (cost < best_cost) {
+            best = p;
+            best_cost = cost;
+        }
+        if (draw >= 1 && best_cost <= 4 * floor + floor / 2)
+            break;
+    }
+    return best;
 }
 
 const pp_lb_ops_t pp_lb_p2c = {.name = "p2c", .select_path = p2c_select};

@@ -28,12 +28,16 @@
 #include <stdint.h>
 
 #define PP_MAGIC     0x31445550u     /* "PUD1": protocol and version */
-#define PP_WIN       1024            /* SACK bitmap / receive window, packets */
+#define PP_WIN       4096            /* SACK bitmap / receive window, packets: covers
+                                      * 2 x 1 Gbit/s with 20 ms of queue on a path at
+                                      * 1500-byte MTU (1024 capped that at ~0.6 Gbit/s) */
 #define PP_MAX_PATHS 256
 #define PP_MAX_HLEN  64              /* largest ptl header inside a message */
+#define PP_MSG_CACHE 8               /* large message buffers kept per connection */
+#define PP_MSG_BIG   65536           /* from this size a message buffer is cached */
 
 enum { PP_T_DATA = 1, PP_T_ACK = 2 };
-enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2 };
+enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4 };
 
 /* Header shared by every packet (32 bytes). */
 typedef struct {
@@ -57,6 +61,8 @@ typedef struct {
     uint16_t len;       /* payload bytes following this header */
     uint8_t  hlen;      /* ptl header length at the start of the message */
     uint8_t  rsv;
+    uint64_t place_id;  /* PP_F_PLACED: the payload (bytes after hlen) goes to the region */
+    uint64_t place_off; /* the receiver exposed as place_id, from this offset on */
 } pp_data_t;
 
 typedef struct {
@@ -68,7 +74,8 @@ typedef struct {
     uint16_t echo_path;
     uint8_t  echo_flags;
     uint8_t  rsv[3];
-    uint32_t rsv2;
+    uint32_t dups;      /* duplicates received so far, cumulative: tells the sender its
+                         * retransmissions were spurious (like D-SACK) */
     uint8_t  sack[PP_WIN / 8];   /* bit i: PSN cum + 1 + i arrived */
 } pp_ack_t;
 
@@ -110,6 +117,10 @@ typedef struct {
     uint64_t srtt_ns, min_rtt_ns;
     uint64_t cwnd, credit;                   /* bytes, at the time of reading */
     uint64_t tx_blocked;                     /* sends refused: buffer full */
+    uint64_t rx_placed;                      /* payload bytes placed straight into exposed regions */
+    uint64_t rx_discarded;                   /* placed bytes outside any exposed region: dropped */
+    uint64_t spurious;                       /* duplicates the peer reported (our needless retx) */
+    uint64_t rto_floor_ns;                   /* the RTO floor as adapted to spurious timeouts */
 } pp_stats_t;
 
 /* ------------------------------------------------------ configuration */
@@ -134,6 +145,14 @@ typedef struct {
     size_t   max_msg;            /* largest message */
     uint64_t init_cwnd;          /* bytes */
     uint64_t line_rate_bps;      /* for pacing and receiver credits; 0: unknown */
+    /* Receiver: where the payload of a placed message (pp_send_placed) goes:
+     * the address of offset off of the region exposed as id, with *len (in:
+     * bytes wanted) cut to the bytes the region still has from there; NULL
+     * when off is outside any exposed region. Bytes not given room are
+     * discarded and counted (a receive buffer shorter than the message).
+     * NULL hook: placed packets are dropped as out of bounds. */
+    void    *(*place)(void *arg, uint64_t id, uint64_t off, size_t *len);
+    void     *place_arg;
     uint64_t seed;
     const pp_cc_ops_t *cc;
     const pp_lb_ops_t *lb;
@@ -189,6 +208,9 @@ typedef struct pp_msg {
     uint32_t queued;     /* sender: bytes cut into packets so far */
     uint32_t acked;      /* sender: bytes acknowledged */
     uint32_t got;        /* receiver: bytes placed */
+    uint32_t cap;        /* bytes allocated after the header (large ones are reused) */
+    int      placed;     /* the payload goes to the receiver's region place_id (data: header only) */
+    uint64_t place_id, place_off;
     uint8_t *data;       /* the message bytes (ptl header, then payload) */
 } pp_msg_t;
 
@@ -207,6 +229,10 @@ typedef struct {
     pp_path_stats_t st;
     uint64_t rttvar_ns;
     uint64_t penalty_until;   /* recently lost: avoid */
+    uint64_t acked_sent_ns;   /* latest send time of a packet acknowledged on this path */
+    uint64_t inflight;        /* bytes sent on this path, not yet acknowledged or lost */
+    uint64_t qrtt_ns;         /* smoothed send-to-ack time of its packets (every ACK, any
+                               * packet: includes the path's queue), 0 before a sample */
 } pp_path_t;
 
 /* Congestion-control state shared by the policies (each uses what it needs). */
@@ -250,6 +276,9 @@ struct pp_conn {
     uint64_t  next_chunk_ns;      /* pacing */
     uint64_t  srtt_ns, rttvar_ns, min_rtt_ns;
     uint64_t  last_rto_scan;
+    uint64_t  rto_floor_ns;       /* cfg.rto_min_ns, raised by spurious timeouts */
+    uint32_t  dups_seen;          /* the peer's duplicate count last received */
+    uint64_t  timeouts_seen;      /* st.retx_timeout when the floor last moved */
     pp_ccstate_t cc;
     uint16_t  clock_ring[512];    /* ackclock: paths whose ACKs came back fast */
     uint32_t  clock_head, clock_tail;
@@ -265,6 +294,11 @@ struct pp_conn {
     uint8_t   ack_echo_flags;
     uint32_t  credit_grant;       /* EQDS: bytes granted so far (cumulative, wraps) */
     uint32_t  credit_seen;        /* EQDS sender: the grant total last received */
+
+    /* Large message buffers freed lately, reused: a fresh megabyte from
+     * malloc is a fresh mmap, and its page faults cost more than the copy. */
+    pp_msg_t *cache[PP_MSG_CACHE];
+    int       ncache;
 };
 
 /* A packet the datapath should transmit: hdr (hdr_len bytes) followed by
@@ -283,6 +317,11 @@ void pp_conn_fini(pp_conn_t *c);
 /* Queues one message (copied). 0 queued, 1 back-pressure (nothing queued,
  * try later), -1 invalid (too large). */
 int  pp_send(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen);
+/* The same, but the receiver puts the payload straight at offset place_off
+ * of the region it exposed as place_id (its cfg.place hook) instead of into
+ * the message: pp_deliver's message then holds the header only. */
+int  pp_send_placed(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen,
+                    uint64_t place_id, uint64_t place_off);
 /* The next packet to transmit now (retransmission first), or 0: none now. */
 int  pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out);
 /* The ACK to send if one is owed (after a batch of received packets), or 0. */
