@@ -203,11 +203,12 @@ static int tcp_connect(tcp_t *t, int peer)
         fd = tcp_connect_addr(card->addrs[i], card->port);
     if (fd < 0) {
         char a[INET_ADDRSTRLEN] = "?";
+        unsigned port = ntohs(card->port), others = card->naddr - 1u;
         inet_ntop(AF_INET, &card->addrs[0], a, sizeof a);
         free(card);
         t->out[peer].dead = 1;
-        return prt_err(PLAIT_ERR_PEER, "tcp: cannot connect to rank %d at %s:%u (or %d other "
-                       "addresses)", peer, a, 0, 0);
+        return prt_err(PLAIT_ERR_PEER, "tcp: cannot connect to rank %d at %s:%u (nor at its %u "
+                       "other addresses)", peer, a, port, others);
     }
     free(card);
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
