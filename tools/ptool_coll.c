@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ptool_args.h"
 #include "ptool_coll.h"
 
 #define PTOOL_SIZE_LIMIT ((size_t)1 << 32)
@@ -88,44 +89,7 @@ void ptool_coll_usage(FILE *out, const char *prog)
         prog);
 }
 
-static int ptool_parse_size(const char *s, size_t *out)
-{
-    char *end;
-    unsigned long long v;
-    size_t mult = 1;
 
-    if (*s == '\0' || *s == '-' || *s == '+')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': mult = (size_t)1 << 10; end++; break;
-    case 'm': case 'M': mult = (size_t)1 << 20; end++; break;
-    case 'g': case 'G': mult = (size_t)1 << 30; end++; break;
-    default: break;
-    }
-    if (*end == 'B' && end[1] == '\0')
-        end++;
-    if (*end != '\0' || v > PTOOL_SIZE_LIMIT / mult)
-        return -1;
-    *out = (size_t)v * mult;
-    return 0;
-}
-
-static int ptool_parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 static int ptool_lookup(const char *s, const char *const *names, int n)
 {
@@ -137,11 +101,7 @@ static int ptool_lookup(const char *s, const char *const *names, int n)
 
 static int ptool_perr(FILE *err, const char *prog, const char *fmt, const char *arg)
 {
-    if (err) {
-        fprintf(err, "%s: ", prog);
-        fprintf(err, fmt, arg);
-        fprintf(err, "\nTry '%s --help'.\n", prog);
-    }
+    ptool_usage_error(err, prog, fmt, arg);
     return PTOOL_COLL_ERROR;
 }
 
@@ -165,7 +125,7 @@ static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const c
     switch (c) {
     case 'b': case 'e': case 'i': {
         size_t *dst = c == 'b' ? &o->min_bytes : c == 'e' ? &o->max_bytes : &o->step_bytes;
-        if (ptool_parse_size(arg, dst) != 0)
+        if (ptool_parse_size(arg, PTOOL_SIZE_LIMIT, dst) != 0)
             return ptool_perr(err, prog, "invalid size '%s' (0 .. 4G, suffix K/M/G)", arg);
         if (c == 'i')
             o->step_factor = 0;

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ptool_args.h"
 #include "ptool_pt2pt.h"
 
 /* OSU switches to fewer iterations above this size. */
@@ -82,48 +83,7 @@ void ptool_pt2pt_usage(FILE *out, const char *prog)
         PTOOL_BW_WINDOW, PTOOL_MAX_WINDOW);
 }
 
-/* "64K", "16MiB", "4096": 0 and *out set, or -1. */
-static int ptool_parse_size(const char *s, size_t *out)
-{
-    char *end;
-    unsigned long long v;
-    size_t mult = 1;
 
-    if (*s == '\0' || *s == '-' || *s == '+')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': mult = (size_t)1 << 10; end++; break;
-    case 'm': case 'M': mult = (size_t)1 << 20; end++; break;
-    case 'g': case 'G': mult = (size_t)1 << 30; end++; break;
-    default: break;
-    }
-    if (mult > 1 && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
-        end += strlen(end);
-    else if (mult == 1 && strcmp(end, "B") == 0)
-        end++;
-    if (*end != '\0' || v > PTOOL_SIZE_LIMIT / mult)
-        return -1;
-    *out = (size_t)v * mult;
-    return 0;
-}
-
-/* Decimal integer in [lo, hi]: 0, or -1. */
-static int ptool_parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 static int ptool_parse_mode(const char *s, int *modes)
 {
@@ -140,11 +100,7 @@ static int ptool_parse_mode(const char *s, int *modes)
 
 static int ptool_parse_error(FILE *err, const char *prog, const char *fmt, const char *arg)
 {
-    if (err) {
-        fprintf(err, "%s: ", prog);
-        fprintf(err, fmt, arg);
-        fprintf(err, "\nTry '%s --help'.\n", prog);
-    }
+    ptool_usage_error(err, prog, fmt, arg);
     return PTOOL_PARSE_ERROR;
 }
 
@@ -161,11 +117,11 @@ static int ptool_parse_opt(int c, const char *arg, ptool_pt2pt_opts_t *o, int *m
         *mode_set = 1;
         return PTOOL_PARSE_RUN;
     case 'b':
-        if (ptool_parse_size(arg, &o->min_size) != 0)
+        if (ptool_parse_size(arg, PTOOL_SIZE_LIMIT, &o->min_size) != 0)
             return ptool_parse_error(err, prog, "invalid --min size '%s' (0 .. 1G, suffix K/M/G)", arg);
         return PTOOL_PARSE_RUN;
     case 'e':
-        if (ptool_parse_size(arg, &o->max_size) != 0 || o->max_size == 0)
+        if (ptool_parse_size(arg, PTOOL_SIZE_LIMIT, &o->max_size) != 0 || o->max_size == 0)
             return ptool_parse_error(err, prog, "invalid --max size '%s' (1 .. 1G, suffix K/M/G)", arg);
         return PTOOL_PARSE_RUN;
     case 'n':
