@@ -103,6 +103,9 @@ cmd() {
 one() {
     local lib=$1 np=$2 coll=$3 rep=$4 out part rc
     for part in small large; do
+        # a range entirely on one side of SPLIT (-b 128K, -e 32K) has one part
+        [ $part = small ] && [ "$(bytes "$minb")" -gt "$(lim_small)" ] && continue
+        [ $part = large ] && [ "$(bytes "$maxb")" -lt "$SPLIT" ] && continue
         out=$raw/$lib.$np.$coll.$rep.$part
         if [ $part = small ]; then
             # shellcheck disable=SC2046
@@ -159,7 +162,7 @@ for rep in $(seq 1 "$reps"); do
 done
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-first=$(ls "$raw"/plait.*.1.small | head -1)
+first=$(ls "$raw"/plait.*.1.small "$raw"/plait.*.1.large 2>/dev/null | head -1)
 plait_ver=$(sed -n '1s/.*: plait \([^ ,]*\).*/\1/p' "$first")
 mpi_ver=$(sed -n '1s/.*: MPI \(.*\), [0-9]* ranks on.*/\1/p' "${first/plait./mpi.}")
 echo "## Collectives: plait vs Open MPI ($(date -u +%Y-%m-%dT%H:%MZ))"

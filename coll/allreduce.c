@@ -57,7 +57,10 @@ static void ar_fold_out(pcoll_sched_t *sc, char *buf, size_t bytes, int rem)
  * After folding, in step d = 1, 2, ..., pof2/2 newrank i exchanges its whole
  * partial result with newrank i ^ d and both compute lower (+) upper. After
  * the last step every survivor holds the full result; the folded-out ranks
- * get it from their partner.
+ * get it from their partner. No prologue copy: a rank's first send reads
+ * sendbuf and its first reduction writes recvbuf from sendbuf and the
+ * received vector (with 2 ranks the whole collective is one exchange and one
+ * reduction).
  */
 int pcoll_allreduce_rd(pcoll_sched_t *sc, const pcoll_args_t *a)
 {
@@ -65,19 +68,32 @@ int pcoll_allreduce_rd(pcoll_sched_t *sc, const pcoll_args_t *a)
     int nr = pcoll_fold_newrank(r, rem);
     size_t bytes = a->count * a->es;
     char *acc = a->rbuf, *in;
-    ar_prologue(sc, a);
-    if (n > 1) {
-        in = pcoll_sched_tmp(sc, bytes);
-        ar_fold_in(sc, acc, in, a->count, a->es, rem);
-        for (int d = 1; nr >= 0 && d < pof2; d *= 2) {
-            int p = pcoll_fold_real(nr ^ d, rem);
-            pcoll_sched_send(sc, p, acc, bytes);
-            pcoll_sched_recv(sc, p, in, bytes);
-            pcoll_sched_reduce(sc, acc, p < r ? in : acc, p < r ? acc : in, a->count);
-            pcoll_sched_end_round(sc);
-        }
-        ar_fold_out(sc, acc, bytes, rem);
+    const char *cur = a->sbuf;      /* this rank's partial result so far */
+    if (n == 1) {
+        ar_prologue(sc, a);
+        pcoll_sched_scale(sc, acc, a->count);
+        return sc->err;
     }
+    in = pcoll_sched_tmp(sc, bytes);
+    if (r < 2 * rem) {               /* the fold (see ar_fold_in), from sendbuf */
+        if (r % 2 == 0) {
+            pcoll_sched_send(sc, r + 1, cur, bytes);
+        } else {
+            pcoll_sched_recv(sc, r - 1, in, bytes);
+            pcoll_sched_reduce(sc, acc, in, cur, a->count);
+            cur = acc;
+        }
+        pcoll_sched_end_round(sc);
+    }
+    for (int d = 1; nr >= 0 && d < pof2; d *= 2) {
+        int p = pcoll_fold_real(nr ^ d, rem);
+        pcoll_sched_send(sc, p, cur, bytes);
+        pcoll_sched_recv(sc, p, in, bytes);
+        pcoll_sched_reduce(sc, acc, p < r ? in : cur, p < r ? cur : in, a->count);
+        pcoll_sched_end_round(sc);
+        cur = acc;
+    }
+    ar_fold_out(sc, acc, bytes, rem);
     pcoll_sched_scale(sc, acc, a->count);
     return sc->err;
 }

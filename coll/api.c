@@ -151,32 +151,51 @@ static int coll_build(pcoll_sched_t *sc, const pcoll_args_t *a, int algo)
     }
 }
 
-/* One path for every collective: req NULL = blocking. */
+/* Builds the chosen schedule into sc and starts it; a blocking call's
+ * request lives in storage (else NULL). */
+static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                      pcoll_sched_t *sc, plait_request_t storage, plait_request_t *r)
+{
+    int rc;
+    pcoll_sched_set_reduce(sc, a->dt, a->op);
+    rc = coll_build(sc, a, pcoll_select(s, comm, a));
+    if (rc != PLAIT_OK) {
+        comm->coll_seq++;       /* the other ranks' numbering goes on */
+        pcoll_sched_free(sc);
+        return prt_err(rc, "%s: no memory for its schedule", fn);
+    }
+    return pcoll_sched_start_locked(sc, fn, storage, r);
+}
+
+/*
+ * One path for every collective: req NULL = blocking. A blocking call keeps
+ * its schedule and its request on this stack frame (nothing allocated for
+ * small collectives), or for two ranks and small sizes skips the engine
+ * (coll/pair.c); a non-blocking one outlives the call, so schedule and
+ * request go to the heap.
+ */
 static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_request_t *req)
 {
     ppt_state_t *s;
-    pcoll_sched_t *sc;
+    pcoll_sched_t *sc, stack_sc;
+    struct plait_request stack_req;
+    plait_request_t r = NULL;
     int rc;
     if (!(s = ppt_enter(&rc, fn)))
         return rc;
     PRT_CHECK(coll_check(fn, comm, a));
     pthread_mutex_lock(&s->lock);
-    rc = pcoll_sched_new(s, comm, 8, 16, &sc);
-    if (rc == PLAIT_OK) {
-        pcoll_sched_set_reduce(sc, a->dt, a->op);
-        rc = coll_build(sc, a, pcoll_select(s, comm, a));
-        if (rc != PLAIT_OK) {
-            comm->coll_seq++;       /* the other ranks' numbering goes on */
-            pcoll_sched_free(sc);
-            rc = prt_err(rc, "%s: no memory for its schedule", fn);
-        } else {
-            plait_request_t r = NULL;
-            rc = pcoll_sched_start_locked(sc, fn, &r);
-            if (rc == PLAIT_OK && req)
-                *req = r;
-            else if (rc == PLAIT_OK)
-                rc = pcoll_wait_free_locked(s, r, fn);
-        }
+    if (req) {
+        rc = pcoll_sched_new(s, comm, 8, 16, &sc);
+        if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
+            *req = r;
+    } else if (pcoll_pair_use(s, comm, a)) {
+        rc = pcoll_pair_run_locked(s, comm, a, fn);
+    } else {
+        pcoll_sched_init(&stack_sc, s, comm);
+        rc = coll_start(fn, s, comm, a, &stack_sc, &stack_req, &r);
+        if (rc == PLAIT_OK)
+            rc = pcoll_wait_free_locked(s, r, fn);
     }
     pthread_mutex_unlock(&s->lock);
     return rc;

@@ -11,20 +11,28 @@
 
 #include "coll/pcoll.h"
 
-static int barrier_start(ppt_state_t *s, plait_comm_t comm, const char *what,
-                         plait_request_t *req)
+/* Builds and starts the barrier in sc; storage: see pcoll_sched_start_locked. */
+static int barrier_build(pcoll_sched_t *sc, plait_comm_t comm, const char *what,
+                         plait_request_t storage, plait_request_t *req)
 {
-    int n = comm->size, rounds = 0;
-    pcoll_sched_t *sc;
-    for (int d = 1; d < n; d <<= 1)
-        rounds++;
-    PRT_CHECK(pcoll_sched_new(s, comm, rounds, 2 * rounds, &sc));
+    int n = comm->size;
     for (int d = 1; d < n; d <<= 1) {
         pcoll_sched_add(sc, (comm->rank + d) % n, 1, NULL, 0);
         pcoll_sched_add(sc, (comm->rank - d % n + n) % n, 0, NULL, 0);
         pcoll_sched_end_round(sc);
     }
-    return pcoll_sched_start_locked(sc, what, req);
+    return pcoll_sched_start_locked(sc, what, storage, req);
+}
+
+static int barrier_start(ppt_state_t *s, plait_comm_t comm, const char *what,
+                         plait_request_t *req)
+{
+    int rounds = 0;
+    pcoll_sched_t *sc;
+    for (int d = 1; d < comm->size; d <<= 1)
+        rounds++;
+    PRT_CHECK(pcoll_sched_new(s, comm, rounds, 2 * rounds, &sc));
+    return barrier_build(sc, comm, what, NULL, req);
 }
 
 int plait_ibarrier(plait_comm_t comm, plait_request_t *req)
@@ -44,8 +52,12 @@ int plait_ibarrier(plait_comm_t comm, plait_request_t *req)
 
 int pcoll_barrier_locked(ppt_state_t *s, plait_comm_t comm, const char *what)
 {
+    pcoll_sched_t sc;               /* blocking: schedule and request on the stack */
+    struct plait_request storage;
     plait_request_t req = NULL;
-    int rc = barrier_start(s, comm, what, &req);
+    int rc;
+    pcoll_sched_init(&sc, s, comm);
+    rc = barrier_build(&sc, comm, what, &storage, &req);
     if (rc == PLAIT_OK) {
         rc = ppt_wait_locked(s, req, what);
         ppt_cancel_locked(s, req);

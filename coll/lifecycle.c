@@ -18,6 +18,8 @@ int plait_init(void)
     int rc;
     pthread_mutex_lock(&lifecycle_lock);
     rc = ppt_init();
+    if (rc == PLAIT_OK)
+        pcoll_select_reset();
     pthread_mutex_unlock(&lifecycle_lock);
     return rc;
 }

@@ -33,28 +33,54 @@ typedef struct {
     pcoll_func_t fn;       /* FUNC: called with buf */
 } pcoll_op_t;
 
+/* Inline capacity of a schedule. A small collective (every blocking call
+ * below a few KiB on a one-host communicator of up to 8 ranks) fits in it
+ * entirely, so it runs without a single malloc: the schedule itself lives on
+ * the caller's stack (blocking) or in one allocation (non-blocking), its
+ * transfer requests live in xfer_inl, and scratch up to PCOLL_INL_SCRATCH
+ * bytes comes from scratch_inl. Larger schedules spill to the heap. */
+#define PCOLL_INL_OPS     32
+#define PCOLL_INL_ROUNDS  16
+#define PCOLL_INL_XFER    8
+#define PCOLL_INL_TMP     4
+#define PCOLL_INL_SCRATCH 1024
+
+typedef struct {                     /* a scratch buffer from the pool or malloc */
+    void  *p;
+    size_t cap;                      /* its size (it goes back to the pool) */
+} pcoll_tmp_t;
+
 typedef struct pcoll_sched {
     ppt_state_t     *s;
     plait_comm_t     comm;
     int              tag;
     int              err;            /* first failure while building (NOMEM) */
+    int              on_stack;       /* storage owned by the caller: free only spills */
     plait_dtype_t    dt;             /* of REDUCE and SCALE steps */
     plait_op_t       op;
     int              nrounds, round, caprounds;
     int             *round_end;      /* ops[round_end[k-1] .. round_end[k]) form round k */
     pcoll_op_t      *ops;
     int              nops, capops;
-    plait_request_t *inner;          /* the current round's transfer requests */
-    int             *inner_op;       /* ... and the op index of each */
-    int              ninner;
-    void           **tmp;            /* buffers the schedule owns, freed with it */
-    size_t          *tmpcap;         /* ... and their sizes (they go back to the pool) */
+    struct plait_request *xfer;      /* the current round's transfer requests (storage) */
+    int             *xfer_op;        /* ... and the op index of each */
+    int              nxfer, capxfer;
+    pcoll_tmp_t     *tmp;            /* buffers the schedule owns, released with it */
     int              ntmp, captmp;
+    size_t           scratch_used;   /* bytes of scratch_inl handed out */
+    int              round_end_inl[PCOLL_INL_ROUNDS];
+    pcoll_op_t       ops_inl[PCOLL_INL_OPS];
+    int              xfer_op_inl[PCOLL_INL_XFER];
+    pcoll_tmp_t      tmp_inl[PCOLL_INL_TMP];
+    struct plait_request xfer_inl[PCOLL_INL_XFER];
+    _Alignas(64) char scratch_inl[PCOLL_INL_SCRATCH];
 } pcoll_sched_t;
 
 /* maxrounds / maxops are capacity hints; the schedule grows as needed. */
 int  pcoll_sched_new(ppt_state_t *s, plait_comm_t comm, int maxrounds, int maxops,
                      pcoll_sched_t **out);
+/* The same in caller-owned storage (a blocking call's stack); never fails. */
+void pcoll_sched_init(pcoll_sched_t *sc, ppt_state_t *s, plait_comm_t comm);
 void pcoll_sched_free(pcoll_sched_t *sc);
 /* Sets the datatype and operator of the schedule's REDUCE and SCALE steps. */
 void pcoll_sched_set_reduce(pcoll_sched_t *sc, plait_dtype_t dt, plait_op_t op);
@@ -74,8 +100,10 @@ void pcoll_sched_func(pcoll_sched_t *sc, pcoll_func_t fn, void *arg);
 /* Frees the buffers kept for reuse by pcoll_sched_tmp (at finalize). */
 void pcoll_pool_drain(void);
 /* Wraps the schedule into a request progressed by the pt2pt progress loop;
- * takes ownership of sc (freed on failure too). */
-int  pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_t *req);
+ * takes ownership of sc (freed on failure too). storage: where the request
+ * lives (a blocking call's stack), or NULL to allocate it. */
+int  pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_t storage,
+                              plait_request_t *req);
 /* Blocking form: waits for req, withdraws it if unfinished, frees it. */
 int  pcoll_wait_free_locked(ppt_state_t *s, plait_request_t req, const char *what);
 
@@ -156,6 +184,14 @@ int pcoll_alltoallv_scattered(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_gather_binomial(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_scatter_binomial(pcoll_sched_t *sc, const pcoll_args_t *a);
 
+/* Two-rank blocking collectives straight on pt2pt (coll/pair.c). eligible:
+ * the collective and size qualify (pcoll_pair_use adds the communicator and
+ * settings checks); run: the whole blocking call, lock held. */
+int pcoll_pair_eligible(const pcoll_args_t *a);
+int pcoll_pair_use(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);
+int pcoll_pair_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                          const char *fn);
+
 /* Shared pieces (coll/util.c). */
 /* Element offset and count of block i when count elements split into n blocks
  * (the first count % n blocks hold one more). */
@@ -192,6 +228,8 @@ void   pcoll_doubling(pcoll_sched_t *sc, char *buf, const size_t *edge, size_t u
  * table's choice for the message size (bytes as the table defines them),
  * communicator size and host count. */
 int  pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);
+/* Forgets what selection cached about communicators (plait_init). */
+void pcoll_select_reset(void);
 /* Name of algorithm id algo of collective coll ("ring"...). */
 const char *pcoll_algo_name(int coll, int algo);
 const char *pcoll_coll_name(int coll);

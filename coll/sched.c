@@ -13,6 +13,12 @@
  * with it, so a non-blocking collective owns everything it touches besides the
  * caller's buffers.
  *
+ * Small schedules allocate nothing (see PCOLL_INL_* in pcoll.h): steps,
+ * rounds, the transfer requests of a round and small scratch buffers live
+ * inside the schedule object, which a blocking call keeps on its stack along
+ * with the collective's own request. The allocator used to be over half the
+ * instructions of an 8-byte allreduce.
+ *
  * The pt2pt progress loop calls sched_progress for every active collective;
  * blocking collectives wait on the same request. A failed transfer, or a
  * receive that got fewer bytes than the schedule expects (ranks passed
@@ -21,12 +27,15 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll/pcoll.h"
 
-static int sched_grow(void **arr, int *cap, int need, size_t esize)
+/* Makes room for need elements in *arr (capacity *cap); inl is the inline
+ * array *arr starts as, which is copied out, never freed. */
+static int sched_grow(void **arr, int *cap, int need, size_t esize, void *inl)
 {
     void *p;
     int ncap;
@@ -35,25 +44,48 @@ static int sched_grow(void **arr, int *cap, int need, size_t esize)
     ncap = *cap ? *cap : 8;
     while (ncap < need)
         ncap *= 2;
-    p = realloc(*arr, (size_t)ncap * esize);
-    if (!p)
+    if (*arr == inl) {
+        if (!(p = malloc((size_t)ncap * esize)))
+            return -1;
+        memcpy(p, inl, (size_t)*cap * esize);
+    } else if (!(p = realloc(*arr, (size_t)ncap * esize))) {
         return -1;
+    }
     *arr = p;
     *cap = ncap;
     return 0;
 }
 
-int pcoll_sched_new(ppt_state_t *s, plait_comm_t comm, int maxrounds, int maxops,
-                    pcoll_sched_t **out)
+void pcoll_sched_init(pcoll_sched_t *sc, ppt_state_t *s, plait_comm_t comm)
 {
-    pcoll_sched_t *sc = calloc(1, sizeof *sc);
-    if (!sc)
-        return prt_err(PLAIT_ERR_NOMEM, "no memory for a collective schedule");
+    /* only the header: the inline arrays are written before they are read */
+    memset(sc, 0, offsetof(pcoll_sched_t, round_end_inl));
     sc->s = s;
     sc->comm = comm;
     sc->dt = PLAIT_BYTE;
-    if (sched_grow((void **)&sc->round_end, &sc->caprounds, maxrounds + 1, sizeof(int)) ||
-        sched_grow((void **)&sc->ops, &sc->capops, maxops + 1, sizeof(pcoll_op_t))) {
+    sc->on_stack = 1;
+    sc->round_end = sc->round_end_inl;
+    sc->caprounds = PCOLL_INL_ROUNDS;
+    sc->ops = sc->ops_inl;
+    sc->capops = PCOLL_INL_OPS;
+    sc->xfer = sc->xfer_inl;
+    sc->xfer_op = sc->xfer_op_inl;
+    sc->capxfer = PCOLL_INL_XFER;
+    sc->tmp = sc->tmp_inl;
+    sc->captmp = PCOLL_INL_TMP;
+}
+
+int pcoll_sched_new(ppt_state_t *s, plait_comm_t comm, int maxrounds, int maxops,
+                    pcoll_sched_t **out)
+{
+    pcoll_sched_t *sc = malloc(sizeof *sc);
+    if (!sc)
+        return prt_err(PLAIT_ERR_NOMEM, "no memory for a collective schedule");
+    pcoll_sched_init(sc, s, comm);
+    sc->on_stack = 0;
+    if (sched_grow((void **)&sc->round_end, &sc->caprounds, maxrounds + 1, sizeof(int),
+                   sc->round_end_inl) ||
+        sched_grow((void **)&sc->ops, &sc->capops, maxops + 1, sizeof(pcoll_op_t), sc->ops_inl)) {
         pcoll_sched_free(sc);
         return prt_err(PLAIT_ERR_NOMEM, "no memory for a collective schedule");
     }
@@ -70,7 +102,8 @@ void pcoll_sched_set_reduce(pcoll_sched_t *sc, plait_dtype_t dt, plait_op_t op)
 static pcoll_op_t *sched_push(pcoll_sched_t *sc, int kind)
 {
     pcoll_op_t *op;
-    if (sc->err || sched_grow((void **)&sc->ops, &sc->capops, sc->nops + 1, sizeof *sc->ops)) {
+    if (sc->err ||
+        sched_grow((void **)&sc->ops, &sc->capops, sc->nops + 1, sizeof *sc->ops, sc->ops_inl)) {
         sc->err = PLAIT_ERR_NOMEM;
         return NULL;
     }
@@ -206,29 +239,27 @@ void pcoll_pool_drain(void)
     pthread_mutex_unlock(&pool_lock);
 }
 
+/* Small buffers are carved from the schedule's inline scratch (64-byte
+ * aligned, like malloc's large blocks, for the vector kernels); the rest come
+ * from the pool or malloc. */
 void *pcoll_sched_tmp(pcoll_sched_t *sc, size_t len)
 {
     void *p;
-    size_t cap = len ? len : 1;
-    int ocap = sc->captmp;
-    if (sc->err || sched_grow((void **)&sc->tmp, &sc->captmp, sc->ntmp + 1, sizeof *sc->tmp)) {
+    size_t cap = len ? len : 1, room = (cap + 63) & ~(size_t)63;
+    if (sc->err)
+        return NULL;
+    if (room <= PCOLL_INL_SCRATCH - sc->scratch_used) {
+        p = sc->scratch_inl + sc->scratch_used;
+        sc->scratch_used += room;
+        return p;               /* part of the schedule: nothing to release */
+    }
+    if (sched_grow((void **)&sc->tmp, &sc->captmp, sc->ntmp + 1, sizeof *sc->tmp, sc->tmp_inl) ||
+        (!(p = pool_take(cap, &cap)) && !(p = malloc(cap)))) {
         sc->err = PLAIT_ERR_NOMEM;
         return NULL;
     }
-    if (sc->captmp != ocap) {
-        size_t *c = realloc(sc->tmpcap, (size_t)sc->captmp * sizeof *c);
-        if (!c) {
-            sc->err = PLAIT_ERR_NOMEM;
-            return NULL;
-        }
-        sc->tmpcap = c;
-    }
-    if (!(p = pool_take(cap, &cap)) && !(p = malloc(cap))) {
-        sc->err = PLAIT_ERR_NOMEM;
-        return NULL;
-    }
-    sc->tmpcap[sc->ntmp] = cap;
-    sc->tmp[sc->ntmp++] = p;
+    sc->tmp[sc->ntmp].p = p;
+    sc->tmp[sc->ntmp++].cap = cap;
     return p;
 }
 
@@ -244,7 +275,7 @@ void pcoll_sched_func(pcoll_sched_t *sc, pcoll_func_t fn, void *arg)
 void pcoll_sched_end_round(pcoll_sched_t *sc)
 {
     if (sc->err || sched_grow((void **)&sc->round_end, &sc->caprounds, sc->nrounds + 1,
-                              sizeof *sc->round_end)) {
+                              sizeof *sc->round_end, sc->round_end_inl)) {
         sc->err = PLAIT_ERR_NOMEM;
         return;
     }
@@ -256,32 +287,36 @@ void pcoll_sched_end_round(pcoll_sched_t *sc)
     sc->round_end[sc->nrounds++] = sc->nops;
 }
 
-/* Frees the current round's requests (cancelling unfinished ones). */
-static void sched_drop_inner(pcoll_sched_t *sc)
+/* Releases the current round's requests (withdrawing unfinished ones); their
+ * storage is the schedule's, reused by the next round. */
+static void sched_drop_xfer(pcoll_sched_t *sc)
 {
-    for (int i = 0; i < sc->ninner; i++) {
-        ppt_cancel_locked(sc->s, sc->inner[i]);
-        ppt_req_free(sc->inner[i]);
-        sc->inner[i] = NULL;
+    for (int i = 0; i < sc->nxfer; i++) {
+        ppt_cancel_locked(sc->s, &sc->xfer[i]);
+        ppt_req_free(&sc->xfer[i]);
     }
-    sc->ninner = 0;
+    sc->nxfer = 0;
 }
 
 void pcoll_sched_free(pcoll_sched_t *sc)
 {
     if (!sc)
         return;
-    if (sc->inner)
-        sched_drop_inner(sc);
+    sched_drop_xfer(sc);
     for (int i = 0; i < sc->ntmp; i++)
-        pool_give(sc->tmp[i], sc->tmpcap[i]);
-    free(sc->tmp);
-    free(sc->tmpcap);
-    free(sc->round_end);
-    free(sc->ops);
-    free(sc->inner);
-    free(sc->inner_op);
-    free(sc);
+        pool_give(sc->tmp[i].p, sc->tmp[i].cap);
+    if (sc->tmp != sc->tmp_inl)
+        free(sc->tmp);
+    if (sc->round_end != sc->round_end_inl)
+        free(sc->round_end);
+    if (sc->ops != sc->ops_inl)
+        free(sc->ops);
+    if (sc->xfer != sc->xfer_inl)
+        free(sc->xfer);
+    if (sc->xfer_op != sc->xfer_op_inl)
+        free(sc->xfer_op);
+    if (!sc->on_stack)
+        free(sc);
 }
 
 static int round_first(const pcoll_sched_t *sc, int k) { return k ? sc->round_end[k - 1] : 0; }
@@ -290,19 +325,18 @@ static int sched_start_round(pcoll_sched_t *sc)
 {
     for (int i = round_first(sc, sc->round); i < sc->round_end[sc->round]; i++) {
         pcoll_op_t *op = &sc->ops[i];
-        plait_request_t *r = &sc->inner[sc->ninner];
+        plait_request_t r = &sc->xfer[sc->nxfer];   /* storage: initialized by pt2pt */
         int rc;
         if (op->kind != PCOLL_SEND && op->kind != PCOLL_RECV)
             continue;
-        *r = NULL;
         rc = op->kind == PCOLL_SEND
                  ? ppt_isend_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len, op->peer,
-                                    sc->tag, r)
+                                    sc->tag, &r)
                  : ppt_irecv_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len, op->peer,
-                                    sc->tag, r);
+                                    sc->tag, &r);
         if (rc != PLAIT_OK)
             return rc;
-        sc->inner_op[sc->ninner++] = i;
+        sc->xfer_op[sc->nxfer++] = i;
     }
     return PLAIT_OK;
 }
@@ -332,9 +366,9 @@ static int sched_run_locals(pcoll_sched_t *sc)
 static int sched_round_status(pcoll_sched_t *sc, const char *what)
 {
     int rc = PLAIT_OK;
-    for (int i = 0; i < sc->ninner; i++) {
-        plait_request_t r = sc->inner[i];
-        const pcoll_op_t *op = &sc->ops[sc->inner_op[i]];
+    for (int i = 0; i < sc->nxfer; i++) {
+        plait_request_t r = &sc->xfer[i];
+        const pcoll_op_t *op = &sc->ops[sc->xfer_op[i]];
         if (!atomic_load_explicit(&r->done, memory_order_acquire))
             return 1;
         if (rc != PLAIT_OK)
@@ -359,7 +393,7 @@ static int sched_progress(plait_request_t req)
         int rc = sched_round_status(sc, req->what);
         if (rc == 1)
             return 0;
-        sched_drop_inner(sc);
+        sched_drop_xfer(sc);
         if (rc == PLAIT_OK)
             rc = sched_run_locals(sc);
         if (rc == PLAIT_OK) {
@@ -388,37 +422,50 @@ static void sched_destroy(plait_request_t req)
 static int sched_check_peers(plait_request_t req)
 {
     pcoll_sched_t *sc = req->coll;
-    for (int i = 0; sc && i < sc->ninner; i++) {
-        plait_request_t r = sc->inner[i];
-        if (r && !atomic_load_explicit(&r->done, memory_order_acquire) && r->world >= 0)
+    for (int i = 0; sc && i < sc->nxfer; i++) {
+        plait_request_t r = &sc->xfer[i];
+        if (!atomic_load_explicit(&r->done, memory_order_acquire) && r->world >= 0)
             PRT_CHECK(ppt_peer_alive(sc->s, r->world));
     }
     return PLAIT_OK;
 }
 
-/* Room for the largest round's transfers. */
-static int sched_alloc_inner(pcoll_sched_t *sc)
+/* Room for the largest round's transfers (inline storage mostly suffices). */
+static int sched_alloc_xfer(pcoll_sched_t *sc)
 {
     int most = 0;
+    if (sc->nops <= sc->capxfer)    /* no round can hold more transfers than steps */
+        return PLAIT_OK;
     for (int k = 0; k < sc->nrounds; k++) {
         int n = 0;
         for (int i = round_first(sc, k); i < sc->round_end[k]; i++)
             n += sc->ops[i].kind == PCOLL_SEND || sc->ops[i].kind == PCOLL_RECV;
         most = n > most ? n : most;
     }
-    sc->inner = calloc((size_t)most + 1, sizeof *sc->inner);
-    sc->inner_op = calloc((size_t)most + 1, sizeof *sc->inner_op);
-    return sc->inner && sc->inner_op ? PLAIT_OK : PLAIT_ERR_NOMEM;
+    if (most <= sc->capxfer)
+        return PLAIT_OK;
+    sc->xfer = malloc((size_t)most * sizeof *sc->xfer);
+    sc->xfer_op = malloc((size_t)most * sizeof *sc->xfer_op);
+    if (!sc->xfer || !sc->xfer_op) {
+        free(sc->xfer);
+        free(sc->xfer_op);
+        sc->xfer = sc->xfer_inl;    /* pcoll_sched_free must not free them twice */
+        sc->xfer_op = sc->xfer_op_inl;
+        return PLAIT_ERR_NOMEM;
+    }
+    sc->capxfer = most;
+    return PLAIT_OK;
 }
 
-int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_t *out)
+int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_t storage,
+                             plait_request_t *out)
 {
     ppt_state_t *s = sc->s;
     plait_request_t req;
     int rc;
     pcoll_sched_end_round(sc);          /* steps added after the last end_round */
-    if (sc->err || sched_alloc_inner(sc) != PLAIT_OK ||
-        !(req = ppt_req_new(PPT_REQ_COLL, sc->comm, NULL))) {
+    if (sc->err || sched_alloc_xfer(sc) != PLAIT_OK ||
+        !(req = ppt_req_new(PPT_REQ_COLL, sc->comm, storage))) {
         /* the sequence number still advances: the other ranks' next collective
          * must not pair with this one's traffic */
         sc->comm->coll_seq++;

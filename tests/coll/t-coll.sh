@@ -106,6 +106,7 @@ job "allreduce bitwise identical with mixed kernels, shm (5 ranks)" \
 
 # Argument errors, then mismatched counts: error or PLAIT_TIMEOUT, no hang.
 job "argument errors and mismatched counts (4 ranks)" 4 3 -- errors
+job "argument errors and mismatched counts (2 ranks, direct exchange of coll/pair.c)" 2 3 -- errors
 job "argument errors and mismatched counts (3 ranks, chain/rabenseifner)" 3 3 \
     PLAIT_BCAST_ALGO=chain PLAIT_ALLREDUCE_ALGO=rabenseifner -- errors
 
