@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 600
+# timeout: 1200
 # t-coll.sh -- collectives under plaitrun: coll_check (tests/coll/coll_check.c)
 # with 1..8 ranks, once with automatic selection and once per forced algorithm
 # set (PLAIT_<COLL>_ALGO, four sets cover every algorithm of every
