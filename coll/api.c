@@ -167,6 +167,22 @@ static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const p
     return pcoll_sched_start_locked(sc, fn, storage, r);
 }
 
+/* A count of 0 (the same on every rank, as the API requires) moves nothing:
+ * no rank sends, so none needs to wait; a non-blocking call gets a request
+ * that is already complete. */
+static int coll_nothing(const char *fn, plait_comm_t comm, plait_request_t *req)
+{
+    plait_request_t r;
+    if (!req)
+        return PLAIT_OK;
+    if (!(r = ppt_req_new(PPT_REQ_COLL, comm, NULL)))
+        return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for a request", fn);
+    r->what = fn;
+    atomic_store_explicit(&r->done, 1, memory_order_release);
+    *req = r;
+    return PLAIT_OK;
+}
+
 /*
  * One path for every collective: req NULL = blocking. A blocking call keeps
  * its schedule and its request on this stack frame (nothing allocated for
@@ -184,6 +200,8 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     if (!(s = ppt_enter(&rc, fn)))
         return rc;
     PRT_CHECK(coll_check(fn, comm, a));
+    if (a->count == 0 && a->coll != PCOLL_ALLTOALLV)
+        return coll_nothing(fn, comm, req);
     pthread_mutex_lock(&s->lock);
     if (req) {
         rc = pcoll_sched_new(s, comm, 8, 16, &sc);
