@@ -46,7 +46,7 @@ int ptool_parse_long(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-void ptool_usage_error(FILE *err, const char *prog, const char *fmt, const char *arg)
+void ptool_arg_error(FILE *err, const char *prog, const char *fmt, const char *arg)
 {
     if (!err)
         return;

@@ -12,6 +12,6 @@ int  ptool_parse_size(const char *s, size_t limit, size_t *out);
 /* A decimal integer in [lo, hi]: 0 and *out set, or -1. */
 int  ptool_parse_long(const char *s, long lo, long hi, long *out);
 /* "prog: <fmt with arg>" and the --help hint on err (when not NULL). */
-void ptool_usage_error(FILE *err, const char *prog, const char *fmt, const char *arg);
+void ptool_arg_error(FILE *err, const char *prog, const char *fmt, const char *arg);
 
 #endif

@@ -101,7 +101,7 @@ static int ptool_lookup(const char *s, const char *const *names, int n)
 
 static int ptool_perr(FILE *err, const char *prog, const char *fmt, const char *arg)
 {
-    ptool_usage_error(err, prog, fmt, arg);
+    ptool_arg_error(err, prog, fmt, arg);
     return PTOOL_COLL_ERROR;
 }
 

@@ -100,7 +100,7 @@ static int ptool_parse_mode(const char *s, int *modes)
 
 static int ptool_parse_error(FILE *err, const char *prog, const char *fmt, const char *arg)
 {
-    ptool_usage_error(err, prog, fmt, arg);
+    ptool_arg_error(err, prog, fmt, arg);
     return PTOOL_PARSE_ERROR;
 }
 
