@@ -23,8 +23,6 @@ ppt_state_t *ppt_get(void)
                                                                                       : NULL;
 }
 
-int ppt_phase_now(void) { return atomic_load(&ppt_phase); }
-
 ppt_state_t *ppt_enter(int *rc, const char *fn)
 {
     int phase = atomic_load_explicit(&ppt_phase, memory_order_acquire);

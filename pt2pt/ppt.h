@@ -166,7 +166,6 @@ ppt_state_t *ppt_enter(int *rc, const char *fn);
 /* api.c: the instance's setup and teardown, driven by plait_init/plait_finalize */
 int  ppt_init(void);
 int  ppt_fini(void);
-int  ppt_phase_now(void);   /* 0 never initialized, 1 active, 2 finalized */
 
 /* comm.c */
 int  ppt_comm_check(plait_comm_t comm, const char *fn);

@@ -19,8 +19,6 @@ int prt_err(int code, const char *fmt, ...)
     return code;
 }
 
-void prt_err_clear(void) { prt_err_buf[0] = '\0'; }
-
 const char *prt_err_text(void) { return prt_err_buf; }
 
 const char *plait_last_error(void) { return prt_err_buf; }

@@ -18,8 +18,6 @@
 
 /* Records a detailed message for this thread (plait_last_error) and returns code. */
 int prt_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Clears this thread's message (called on entry of public calls that succeed). */
-void prt_err_clear(void);
 const char *prt_err_text(void);
 
 /* Internal status check: on failure logs file:line at debug level and returns
