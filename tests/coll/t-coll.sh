@@ -25,19 +25,7 @@ export PLAIT_TEST_SEED=${PLAIT_TEST_SEED:-20261121}
 export PLAIT_TEST_QUICK=${PLAIT_TEST_QUICK:-0}
 NPS=${PLAIT_TEST_NP:-"1 2 3 4 5 6 7 8"}
 JOB_LIMIT=150
-failures=0
-out=$(mktemp /tmp/plait-t-coll.XXXXXX)
-trap 'rm -f "$out"' EXIT
-
-pass() { echo "ok - $1"; }
-fail() {
-    echo "not ok - $1"
-    shift
-    for l in "$@"; do echo "# $l"; done
-    echo "# --- output (last 30 lines):"
-    tail -n 30 "$out" | sed 's/^/#   /'
-    failures=$((failures + 1))
-}
+source "$here/../tap-lib.sh" coll
 
 # job NAME N TIMEOUT_S ENV_ASSIGNMENTS -- ARGS...: one plaitrun job that must succeed.
 job() {

@@ -17,19 +17,7 @@ export PLAIT_TIMEOUT=${PLAIT_TIMEOUT:-60}
 export PLAIT_TEST_SEED=${PLAIT_TEST_SEED:-20261122}
 export PLAIT_TEST_QUICK=1
 JOB_LIMIT=120          # hang guard per job, seconds
-failures=0
-out=$(mktemp /tmp/plait-t-udp.XXXXXX)
-trap 'rm -f "$out"' EXIT
-
-pass() { echo "ok - $1"; }
-fail() {
-    echo "not ok - $1"
-    shift
-    for l in "$@"; do echo "# $l"; done
-    echo "# --- output (last 30 lines):"
-    tail -n 30 "$out" | sed 's/^/#   /'
-    failures=$((failures + 1))
-}
+source "$here/../tap-lib.sh" udp
 
 # job NAME N "VAR=val ..." PROG ARGS...: a job under plaitrun with
 # PLAIT_TRANSPORT=udp plus the given settings; must exit 0.
