@@ -131,6 +131,7 @@ static int coll_build(pcoll_sched_t *sc, const pcoll_args_t *a, int algo)
     case PCOLL_BCAST:
         return algo == PCOLL_BC_SCATTER_ALLGATHER ? pcoll_bcast_scatter_allgather(sc, a)
              : algo == PCOLL_BC_CHAIN ? pcoll_bcast_chain(sc, a)
+             : algo == PCOLL_BC_SHM ? pcoll_bcast_shm(sc, a)
              : pcoll_bcast_binomial(sc, a);
     case PCOLL_REDUCE_C:
         return algo == PCOLL_RE_RABENSEIFNER ? pcoll_reduce_rabenseifner(sc, a)
@@ -138,6 +139,7 @@ static int coll_build(pcoll_sched_t *sc, const pcoll_args_t *a, int algo)
     case PCOLL_ALLTOALL:
         return algo == PCOLL_AA_BRUCK ? pcoll_alltoall_bruck(sc, a)
              : algo == PCOLL_AA_SCATTERED ? pcoll_alltoall_scattered(sc, a)
+             : algo == PCOLL_AA_SHM ? pcoll_alltoall_shm(sc, a)
              : pcoll_alltoall_pairwise(sc, a);
     case PCOLL_ALLTOALLV:
         return algo == PCOLL_AA_PAIRWISE ? pcoll_alltoallv_pairwise(sc, a)

@@ -40,13 +40,13 @@ static const pcoll_rule_t pcoll_rules[] = {
     {PCOLL_REDUCE_SCATTER, 64 << 10, 1, 0, 0, 1, PCOLL_RS_HALVING},
     {PCOLL_REDUCE_SCATTER, ANY, 2, 0, 0, 1, PCOLL_RS_SHM},
     {PCOLL_REDUCE_SCATTER, ANY, 1, 0, 0, 1, PCOLL_RS_RING},
-    {PCOLL_BCAST, 16 << 10, 1, 0, 0, 1, PCOLL_BC_BINOMIAL},
-    {PCOLL_BCAST, ANY, 1, 2, 0, 1, PCOLL_BC_BINOMIAL},      /* 2 ranks: one message */
-    /* 3-4 ranks: 2 hops of one-copy rendezvous reads beat scatter + ring
-     * allgather's 2 + (n-1) synchronised rounds (measured, 4 ranks on 2 cores) */
-    {PCOLL_BCAST, 1 << 20, 3, 4, 0, 1, PCOLL_BC_BINOMIAL},
-    {PCOLL_BCAST, 1 << 20, 3, 0, 0, 1, PCOLL_BC_SCATTER_ALLGATHER},
-    {PCOLL_BCAST, ANY, 3, 0, 0, 1, PCOLL_BC_CHAIN},
+    /* Binomial at every size: above the eager limit each hop is one
+     * single-copy rendezvous read, and log2(n) such hops beat the chain's
+     * per-segment synchronisation and scatter + allgather's 2 + (n - 1)
+     * rounds at 2-8 ranks (16-core machine, 8 KiB-32 MiB, bound to cores;
+     * also 4 ranks on 2 cores). The shm direct read from the root ties with
+     * it from 8 MiB and is left to PLAIT_BCAST_ALGO=shm. */
+    {PCOLL_BCAST, ANY, 1, 0, 0, 1, PCOLL_BC_BINOMIAL},
     {PCOLL_REDUCE_C, 64 << 10, 1, 0, 0, 1, PCOLL_RE_BINOMIAL},
     {PCOLL_REDUCE_C, ANY, 1, 0, 0, 1, PCOLL_RE_RABENSEIFNER},
     {PCOLL_ALLTOALL, 256, 8, 0, 0, 1, PCOLL_AA_BRUCK},
@@ -70,9 +70,9 @@ static const char *const *algo_names(int coll)
                                      NULL};
     static const char *const ag[] = {"auto", "ring", "recursive_doubling", "bruck", "shm", NULL};
     static const char *const rs[] = {"auto", "ring", "recursive_halving", "shm", NULL};
-    static const char *const bc[] = {"auto", "binomial", "scatter_allgather", "chain", NULL};
+    static const char *const bc[] = {"auto", "binomial", "scatter_allgather", "chain", "shm", NULL};
     static const char *const re[] = {"auto", "binomial", "rabenseifner", NULL};
-    static const char *const aa[] = {"auto", "pairwise", "bruck", "scattered", NULL};
+    static const char *const aa[] = {"auto", "pairwise", "bruck", "scattered", "shm", NULL};
     static const char *const ba[] = {"auto", "dissemination", NULL};
     static const char *const bi[] = {"auto", "binomial", NULL};
     switch (coll) {
@@ -111,8 +111,9 @@ static int select_forced(const prt_config_t *c, int coll)
     case PCOLL_REDUCE_SCATTER: return c->reduce_scatter_algo;
     case PCOLL_BCAST:          return c->bcast_algo;
     case PCOLL_REDUCE_C:       return c->reduce_algo;
-    case PCOLL_ALLTOALLV:      /* Bruck needs equal blocks: pairwise instead */
-        return c->alltoall_algo == PCOLL_AA_BRUCK ? PCOLL_AA_PAIRWISE : c->alltoall_algo;
+    case PCOLL_ALLTOALLV:      /* Bruck needs equal blocks: pairwise instead; no shm variant */
+        return c->alltoall_algo == PCOLL_AA_BRUCK ? PCOLL_AA_PAIRWISE
+             : c->alltoall_algo == PCOLL_AA_SHM ? PCOLL_AA_SCATTERED : c->alltoall_algo;
     case PCOLL_ALLTOALL:       return c->alltoall_algo;
     default:                   return PCOLL_AUTO;
     }
@@ -153,7 +154,9 @@ static int is_shm_algo(int coll, int algo)
 {
     return (coll == PCOLL_ALLREDUCE && algo == PCOLL_AR_SHM) ||
            (coll == PCOLL_ALLGATHER && algo == PCOLL_AG_SHM) ||
-           (coll == PCOLL_REDUCE_SCATTER && algo == PCOLL_RS_SHM);
+           (coll == PCOLL_REDUCE_SCATTER && algo == PCOLL_RS_SHM) ||
+           (coll == PCOLL_BCAST && algo == PCOLL_BC_SHM) ||
+           (coll == PCOLL_ALLTOALL && algo == PCOLL_AA_SHM);
 }
 
 /*

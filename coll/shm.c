@@ -279,3 +279,110 @@ int pcoll_allgather_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
     pcoll_sched_end_round(sc);
     return sc->err;
 }
+
+/*
+ * alltoall: every rank exposes its input (in place: a snapshot of it, since
+ * this rank overwrites its blocks while peers still read them), then reads
+ * block r of every peer p's input into block p of its result; the done fence
+ * keeps inputs alive until everybody has read. One copy per block and 2
+ * (n - 1) small messages per rank, against a rendezvous handshake per block
+ * for pairwise exchange.
+ */
+static int shm_read_mine(pcoll_sched_t *sc, void *arg)
+{
+    shm_ctx_t *c = arg;
+    int n = sc->comm->size, r = sc->comm->rank, rc;
+    size_t blk = c->a.count * c->a.es;
+    char *R = c->a.rbuf;
+    if ((rc = shm_check_counts(sc, c)) != PLAIT_OK)
+        return rc;
+    for (int k = 1; k < n; k++) {
+        int p = (r + k) % n;
+        if ((rc = shm_read(sc, p, c->addr[p].src + (uint64_t)r * blk, R + (size_t)p * blk,
+                           blk)) != PLAIT_OK)
+            return rc;
+    }
+    if (c->a.sbuf != c->a.rbuf)
+        memcpy(R + (size_t)r * blk, (const char *)c->a.sbuf + (size_t)r * blk, blk);
+    return PLAIT_OK;
+}
+
+int pcoll_alltoall_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int n = sc->comm->size, r = sc->comm->rank;
+    size_t blk = a->count * a->es;
+    shm_ctx_t *c;
+    if (!(c = shm_ctx(sc, a)))
+        return sc->err;
+    if (a->sbuf == a->rbuf && n > 1) {   /* own block r stays where it is */
+        char *snap = pcoll_sched_tmp(sc, (size_t)n * blk);
+        if (sc->err)
+            return sc->err;
+        memcpy(snap, a->rbuf, (size_t)n * blk);
+        c->addr[r].src = (uint64_t)(uintptr_t)snap;
+    }
+    shm_exchange(sc, c);
+    pcoll_sched_func(sc, shm_read_mine, c);
+    pcoll_sched_end_round(sc);
+    shm_fence(sc, c);
+    pcoll_sched_end_round(sc);
+    return sc->err;
+}
+
+/*
+ * bcast: the root sends its buffer's address to every rank; each reads the
+ * whole vector straight from the root's buffer (no relay through other
+ * ranks, all readers at once: the host's memory bandwidth, not a chain of
+ * hops, bounds it) and tells the root it is done, so the root returns only
+ * after the last read. Readers start at different offsets so they do not
+ * all pin the same pages at the same moment.
+ */
+#define SHM_BCAST_PIECE ((size_t)1 << 20)
+
+static int shm_read_root(pcoll_sched_t *sc, void *arg)
+{
+    shm_ctx_t *c = arg;
+    int n = sc->comm->size, r = sc->comm->rank, root = c->a.root, rc;
+    size_t len = c->a.count * c->a.es;
+    size_t pieces = (len + SHM_BCAST_PIECE - 1) / SHM_BCAST_PIECE;
+    size_t first = pieces * (size_t)((r - root + n) % n - 1) / (size_t)(n - 1);
+    char *buf = c->a.rbuf;
+    if (c->addr[root].count != c->a.count)
+        return prt_err(PLAIT_ERR_ARG, "shared-memory bcast: root %d passed count %llu where "
+                       "rank %d passed %zu: ranks passed different counts", root,
+                       (unsigned long long)c->addr[root].count, r, c->a.count);
+    for (size_t k = 0; k < pieces; k++) {
+        size_t off = ((first + k) % pieces) * SHM_BCAST_PIECE;
+        size_t m = len - off < SHM_BCAST_PIECE ? len - off : SHM_BCAST_PIECE;
+        if ((rc = shm_read(sc, root, c->addr[root].src + off, buf + off, m)) != PLAIT_OK)
+            return rc;
+    }
+    return PLAIT_OK;
+}
+
+int pcoll_bcast_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int n = sc->comm->size, r = sc->comm->rank, root = a->root;
+    shm_ctx_t *c;
+    if (n == 1)
+        return PLAIT_OK;
+    if (!(c = shm_ctx(sc, a)))
+        return sc->err;
+    if (r == root) {
+        for (int p = 0; p < n; p++)
+            if (p != root)
+                pcoll_sched_send(sc, p, &c->addr[root], sizeof *c->addr);
+        pcoll_sched_end_round(sc);
+        for (int p = 0; p < n; p++)
+            if (p != root)
+                pcoll_sched_recv(sc, p, &c->token, 0);
+    } else {
+        pcoll_sched_recv(sc, root, &c->addr[root], sizeof *c->addr);
+        pcoll_sched_end_round(sc);
+        pcoll_sched_func(sc, shm_read_root, c);
+        pcoll_sched_end_round(sc);
+        pcoll_sched_send(sc, root, &c->token, 0);
+    }
+    pcoll_sched_end_round(sc);
+    return sc->err;
+}

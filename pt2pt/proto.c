@@ -450,11 +450,21 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
 
 /* ------------------------------------------------------ starting operations */
 
-/* Largest message sent eagerly to a peer of this transport. */
-static size_t eager_limit(ppt_state_t *s, ptl_tl_t *tl)
+/* Largest message sent eagerly to a peer of this transport. Inside a host
+ * the rendezvous is one single-copy read, which beats the eager path's two
+ * copies (three when the message arrives unexpected, the usual case in a
+ * collective whose ranks run ahead) from a few KiB: the collectives' own
+ * messages (coll: 1) switch at PLAIT_COLL_EAGER_LIMIT. User messages keep
+ * the larger PLAIT_SHM_EAGER_LIMIT (lower ping-pong latency, and blocking
+ * sends up to it return at once). Between hosts a rendezvous costs a round
+ * trip: PLAIT_NET_EAGER_LIMIT. */
+static size_t eager_limit(ppt_state_t *s, ptl_tl_t *tl, int coll)
 {
     size_t frame = tl->ops->max_frame(tl) - PPT_HDR_EAGER;
-    return s->cfg.shm_eager_limit < frame ? s->cfg.shm_eager_limit : frame;
+    size_t want = tl != &s->shm ? s->cfg.net_eager_limit
+                : coll && s->cfg.coll_eager_limit < s->cfg.shm_eager_limit
+                    ? s->cfg.coll_eager_limit : s->cfg.shm_eager_limit;
+    return want < frame ? want : frame;
 }
 
 int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
@@ -484,7 +494,7 @@ int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void
     } else if (!s->tl_of[world]) {
         rc = prt_err(PLAIT_ERR_UNSUPPORTED, "rank %d is on another host and this build has no "
                      "transport between hosts yet", dest);
-    } else if (len <= eager_limit(s, s->tl_of[world])) {
+    } else if (len <= eager_limit(s, s->tl_of[world], mq == comm->cmq)) {
         h.type = PPT_EAGER;
         rc = tx_frame(s, world, &h, buf, len, r);
     } else {

@@ -70,6 +70,8 @@ typedef struct {
     double   timeout_s;        /* PLAIT_TIMEOUT, 0 = forever */
     int      log_level;        /* PLAIT_LOG_LEVEL */
     size_t   shm_eager_limit;  /* PLAIT_SHM_EAGER_LIMIT */
+    size_t   net_eager_limit;  /* PLAIT_NET_EAGER_LIMIT */
+    size_t   coll_eager_limit; /* PLAIT_COLL_EAGER_LIMIT */
     size_t   shm_ring_slots;   /* PLAIT_SHM_RING_SLOTS */
     int      shm_cma;          /* PLAIT_SHM_CMA: 1 use process_vm_readv when permitted */
     size_t   shm_coop_min;     /* PLAIT_SHM_COOP_MIN: cooperative copy from this size (0 off) */
