@@ -74,21 +74,21 @@ static int ppt_world(ppt_state_t *s)
     return PLAIT_OK;
 }
 
-/* TCP carries ranks of other hosts, or every pair when forced. It stays the
- * default between hosts until the multipath UDP transport, measured slower on
- * loopback today (docs/PERFORMANCE.md), catches up. */
+/* TCP (the single-path baseline) carries every pair when forced. */
 static int ppt_needs_tcp(const ppt_state_t *s)
 {
-    if (s->cfg.transport == PRT_TRANSPORT_TCP)
-        return s->job.size > 1;
-    return s->cfg.transport == PRT_TRANSPORT_AUTO && s->job.local_size < s->job.size;
+    return s->cfg.transport == PRT_TRANSPORT_TCP && s->job.size > 1;
 }
 
-/* The multipath UDP transport carries every pair when asked for
+/* The multipath UDP transport carries the ranks of other hosts (automatic:
+ * it spreads each connection over the network's paths, where one TCP
+ * connection is hashed onto one), or every pair when forced
  * (PLAIT_TRANSPORT=udp; loopback inside a host). */
 static int ppt_needs_udp(const ppt_state_t *s)
 {
-    return s->cfg.transport == PRT_TRANSPORT_UDP && s->job.size > 1;
+    if (s->cfg.transport == PRT_TRANSPORT_UDP)
+        return s->job.size > 1;
+    return s->cfg.transport == PRT_TRANSPORT_AUTO && s->job.local_size < s->job.size;
 }
 
 /*

@@ -23,7 +23,7 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
     {"PLAIT_LOG_LEVEL", PRT_CFG_ENUM, "warn", "none|error|warn|info|debug|trace",
      "how much the library writes to stderr", CFG_AT(log_level)},
     {"PLAIT_TRANSPORT", PRT_CFG_ENUM, "auto", "auto|shm|tcp|udp",
-     "transport between ranks: auto = shared memory inside a host, tcp between hosts; "
+     "transport between ranks: auto = shared memory inside a host, udp (multipath) between hosts; "
      "tcp or udp (multipath) = that transport for every pair (loopback inside a host)",
      CFG_AT(transport)},
     {"PLAIT_TCP_IF", PRT_CFG_STRING, "", NULL,

@@ -162,16 +162,18 @@ run pmix32 --host h1:2,h2:2,h3:2 --fanout 2 --map-by node "$CLIENT" 1000
 [ $rc = 0 ] && [ "$(grep -c 'keys ok' "$out")" = 6 ] && has '^rank 5 of 6 on h3: 2 local' "$out"
 check "3 hosts x 2, daemon tree of fan-out 2, --map-by node: modex of 1000 keys" $? "stdout: $(cat "$out")"
 
-# ---------------------------------------------------------------- pt2pt over TCP between hosts
+# ------------------------------------- pt2pt between hosts: udp (the default), then tcp forced
 export PLAIT_TEST_QUICK=1 PLAIT_TIMEOUT=40
-for hosts in h1:2,h2:2 h1:2,h2:2,h3:2; do
+for hosts in h1:2,h2:2 h1:2,h2:2,h3:2 tcp:h1:2,h2:2; do
+    tl=()
+    case $hosts in tcp:*) hosts=${hosts#tcp:}; tl=(-x PLAIT_TRANSPORT=tcp) ;; esac
     for prog in pt2pt_match pt2pt_sizes pt2pt_many pt2pt_trunc comm_split; do
         if [ ! -x "$BIN/$prog" ]; then
-            skip "$prog on $hosts" "$BIN/$prog not built"
+            skip "$prog on $hosts${tl[*]:+, tcp}" "$BIN/$prog not built"
             continue
         fi
-        run "$prog" --host "$hosts" --bind-to none --timeout $((GUARD - 10)) "$BIN/$prog"
-        [ $rc = 0 ]; check "$prog on $hosts" $? "output: $(tail -5 "$out")"
+        run "$prog" --host "$hosts" --bind-to none --timeout $((GUARD - 10)) "${tl[@]}" "$BIN/$prog"
+        [ $rc = 0 ]; check "$prog on $hosts${tl[*]:+, tcp}" $? "output: $(tail -5 "$out")"
     done
 done
 

@@ -178,11 +178,29 @@ static uint32_t udp_min_mtu(const struct ifaddrs *ifs)
     return best ? best : 1500;
 }
 
-/* IPv4 addresses of the chosen interface (or every up one, loopback last)
- * and the MTU of the first. PLAIT_UDP_IF may also name one IPv4 address:
- * then exactly that one is used, e.g. a host's service address on lo whose
- * routes to the peers are ECMP over several links (the MTU is then the
- * smallest of the real interfaces, where those routes leave). */
+/* A host's service address: an IPv4 address on the loopback device outside
+ * 127/8. Multipath fabrics give hosts one (e.g. BGP to the host, anycast):
+ * the routes to it are ECMP over every link, where an interface's own
+ * address pins the one link it sits on. Peers send to it when present. */
+static uint32_t udp_service_addr(const struct ifaddrs *ifs)
+{
+    for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        uint32_t a;
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+            !(i->ifa_flags & IFF_LOOPBACK))
+            continue;
+        a = ((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+        if ((ntohl(a) >> 24) != 127)
+            return a;
+    }
+    return 0;
+}
+
+/* IPv4 addresses of the chosen interface (or every up one: the service
+ * address first, other loopback addresses last) and the MTU of the first.
+ * PLAIT_UDP_IF may also name one IPv4 address: then exactly that one is
+ * used, e.g. a service address (the MTU is then the smallest of the real
+ * interfaces, where the routes from it leave). */
 static int udp_local_addrs(const char *ifname, uint32_t *addrs, uint32_t *mtu)
 {
     struct ifaddrs *ifs, *i;
@@ -190,6 +208,17 @@ static int udp_local_addrs(const char *ifname, uint32_t *addrs, uint32_t *mtu)
     uint32_t lo = 0;
     struct in_addr want;
     char first[IFNAMSIZ] = "lo";
+    if (!ifname[0]) {
+        if (getifaddrs(&ifs) != 0)
+            return 0;
+        want.s_addr = udp_service_addr(ifs);
+        freeifaddrs(ifs);
+        if (want.s_addr) {
+            char text[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &want, text, sizeof text);
+            return udp_local_addrs(text, addrs, mtu);
+        }
+    }
     if (ifname[0] && inet_pton(AF_INET, ifname, &want) == 1) {
         int found = 0;
         if (getifaddrs(&ifs) != 0)
