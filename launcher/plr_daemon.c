@@ -769,8 +769,9 @@ static int plr_d_connect(plr_job_t *job, plr_daemon_t *d, const char *parent)
     snprintf(addr, sizeof(addr), "%.*s", (int)(colon - parent), parent);
     int fd = plr_tcp_connect(addr, atoi(colon + 1), 10.0);
     if (fd < 0) {
-        fprintf(stderr, PLR_NAME ": daemon %d: cannot connect to %s: %s\n", job->mynode, parent,
-                strerror(errno));
+        fprintf(stderr, PLR_NAME ": daemon %d: cannot connect to %s: %s (give plaitrun "
+                "--head-address with an address of the head host this host reaches)\n",
+                job->mynode, parent, strerror(errno));
         return -1;
     }
     d->parent = plr_conn_new(fd, PLR_NODE_HEAD);

@@ -14,10 +14,10 @@
  *   2. when every host name resolves: for each host the local address the
  *      kernel routes to it from (loopback for local hosts), one listening
  *      socket per distinct address;
- *   3. else the head's only non-loopback IPv4 address that is up (loopback
- *      when it has none; an error when it has several: give
- *      --head-address).  Namespace hosts, whose names do not resolve, use
- *      this rule. */
+ *   3. else the head's service address (plr_default_address), or its first
+ *      up non-loopback IPv4 address (loopback when it has none); a daemon
+ *      that cannot reach it names --head-address.  Namespace hosts, whose
+ *      names do not resolve, use this rule. */
 #include "config.h"
 
 #include "launcher/plr_net.h"
@@ -88,31 +88,35 @@ static int plr_route_source(const struct in_addr *to, char *out)
     return rc;
 }
 
-static int plr_only_address(char *out)
+/*
+ * The head's address when host names do not resolve: the host's service
+ * address if it has one (an IPv4 address outside 127/8 on the loopback
+ * device: fabrics that route to the host reach it over every link), else
+ * the first address of the first up interface. A daemon that cannot reach
+ * it says so and names --head-address.
+ */
+static int plr_default_address(char *out)
 {
     struct ifaddrs *ifa, *i;
-    int n = 0;
+    int found = 0;
     if (getifaddrs(&ifa) != 0)
         return -1;
     strcpy(out, "127.0.0.1");
-    for (i = ifa; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK) ||
-            !(i->ifa_flags & IFF_UP))
-            continue;
-        char a[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a, sizeof(a));
-        if (n == 0 || strcmp(a, out) != 0)
-            n++;
-        if (n == 1)
-            strcpy(out, a);
-        else
-            fprintf(stderr, PLR_NAME ": this host has several addresses (%s, %s, ...): "
-                    "give --head-address\n", out, a);
-        if (n > 1)
-            break;
+    for (int pass = 0; pass < 2 && !found; pass++) {
+        for (i = ifa; i && !found; i = i->ifa_next) {
+            struct in_addr a;
+            int lo = (i->ifa_flags & IFF_LOOPBACK) != 0;
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+                continue;
+            a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+            if (pass == 0 ? !lo || (ntohl(a.s_addr) >> 24) == 127 : lo)
+                continue;
+            inet_ntop(AF_INET, &a, out, INET_ADDRSTRLEN);
+            found = 1;
+        }
     }
     freeifaddrs(ifa);
-    return n > 1 ? -1 : 0;
+    return 0;
 }
 
 /* Fills addr[node] (INET_ADDRSTRLEN each) following the rules above. */
@@ -137,7 +141,7 @@ static int plr_head_choose(plr_job_t *job, char (*addr)[INET_ADDRSTRLEN])
         }
         if (getaddrinfo(job->node_names[n], NULL, &hints, &res) != 0) {
             char only[INET_ADDRSTRLEN];         /* rule 3 for every host */
-            if (plr_only_address(only) != 0)
+            if (plr_default_address(only) != 0)
                 return -1;
             for (int k = 0; k < job->nnodes; k++)
                 strcpy(addr[k], only);
