@@ -103,12 +103,12 @@ if [ $quick = 0 ]; then
     echo
     echo "CC x LB, 2 x 1 Gbit/s, no loss (Gbit/s):"
     echo
-    echo "| | p2c | spray | ackclock |"
-    echo "|---|---:|---:|---:|"
+    echo "| | p2c | spray | ackclock | pwin |"
+    echo "|---|---:|---:|---:|---:|"
     "$BED" rate $PFX 1gbit 1gbit
     for cc in cubic swift dgpool eqds; do
         row="| $cc"
-        for lb in p2c spray ackclock; do
+        for lb in p2c spray ackclock pwin; do
             row="$row | $(gbit "$(bw udp PLAIT_CC=$cc PLAIT_LB=$lb)")"
         done
         echo "$row |"

@@ -86,7 +86,7 @@ typedef struct {
     long     engines;          /* PLAIT_ENGINES */
     size_t   chunk_size;       /* PLAIT_CHUNK_SIZE */
     int      cc;               /* PLAIT_CC: index into cubic|swift|dgpool|eqds */
-    int      lb;               /* PLAIT_LB: index into p2c|spray|ackclock */
+    int      lb;               /* PLAIT_LB: index into p2c|spray|ackclock|pwin */
     long     udp_dupthresh;    /* PLAIT_UDP_DUPACK */
     size_t   udp_small;        /* PLAIT_UDP_SMALL */
     long     udp_rto_min_us;   /* PLAIT_UDP_RTO_MIN_US */

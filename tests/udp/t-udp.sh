@@ -58,7 +58,7 @@ done
 for cc in cubic swift dgpool eqds; do
     job "udp loopback: PLAIT_CC=$cc pt2pt_sizes -n 2" 2 "PLAIT_CC=$cc" "$BIN/pt2pt_sizes"
 done
-for lb in spray p2c ackclock; do
+for lb in spray p2c ackclock pwin; do
     job "udp loopback: PLAIT_LB=$lb pt2pt_many -n 2" 2 "PLAIT_LB=$lb" "$BIN/pt2pt_many"
 done
 job "udp loopback: PLAIT_ENGINES=2 pt2pt_sizes -n 2" 2 "PLAIT_ENGINES=2" "$BIN/pt2pt_sizes"

@@ -427,10 +427,10 @@ static void t_flow_control(void)
 static void t_policies(void)
 {
     static const char *ccs[] = {"cubic", "swift", "dgpool", "eqds"};
-    static const char *lbs[] = {"spray", "p2c", "ackclock"};
+    static const char *lbs[] = {"spray", "p2c", "ackclock", "pwin"};
     int permille = 20;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 3; j++) {
+        for (int j = 0; j < 4; j++) {
             net_t *n = malloc(sizeof *n);
             pp_cfg_t a, b;
             char name[64];
@@ -578,6 +578,107 @@ static void t_spurious_rto(void)
     free(n);
 }
 
+/* Per-path RTO: a packet on a path whose send-to-ACK time is long (a slow
+ * path's full queue) is not timed out at the connection's short RTO, while
+ * the same packet on a path with no such history is. */
+static int path_rto_fired(uint64_t qrtt_ns, uint64_t after_ns)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    pp_out_t o;
+    uint8_t hdr[32] = {0}, pay[3000] = {0};
+    int fired;
+    net_cfg(&cfg, 0, 1, 2);
+    pp_conn_init(&c, &cfg);
+    pp_send(&c, hdr, sizeof hdr, pay, sizeof pay);
+    while (pp_tx_next(&c, 1000000, &o))
+        ;
+    c.paths[c.pk[1 % PP_WIN].path].qrtt_ns = qrtt_ns;
+    c.paths[c.pk[1 % PP_WIN].path].qvar_ns = qrtt_ns / 8;
+    pp_poll(&c, 1000000 + after_ns);
+    fired = c.st.retx_timeout > 0;
+    pp_conn_fini(&c);
+    return fired;
+}
+
+static void t_path_rto(void)
+{
+    TAP_OK(path_rto_fired(0, 2000000), "path RTO: no path history, timed out after 2 ms "
+           "(connection RTO)");
+    TAP_OK(!path_rto_fired(20000000, 2000000), "path RTO: path with a 20 ms queue, not timed "
+           "out after 2 ms");
+    TAP_OK(path_rto_fired(20000000, 40000000), "path RTO: that path timed out after 40 ms");
+}
+
+/* Drops every first transmission on path 3 while the first 30 messages go. */
+static int f_drop_path3(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    pp_data_t d;
+    (void)n; (void)seq;
+    if (from != 0 || len < sizeof d || p[4] != PP_T_DATA)
+        return NET_PASS;
+    memcpy(&d, p, sizeof d);
+    return d.h.path == 3 && !(d.h.flags & PP_F_RETX) ? NET_DROP : NET_PASS;
+}
+
+/* pwin: losses on one path shrink that path's window only; the CC's
+ * connection window is not cut; everything arrives. */
+static void t_pwin_loss(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    int others_ok = 1;
+    double w0;
+    net_cfg(&a, 0, 21, 22);
+    net_cfg(&b, 1, 21, 22);
+    a.lb = b.lb = &pp_lb_pwin;
+    net_init(n, &a, &b);
+    w0 = n->c[0].paths[3].cwnd;
+    n->filter = f_drop_path3;
+    xfer_ok("pwin, path 3 drops everything", transfer(n, 40, 64, 1), 40);
+    for (int p = 0; p < 8; p++)
+        if (p != 3 && n->c[0].paths[p].cwnd < w0)
+            others_ok = 0;
+    TAP_OK(n->c[0].paths[3].st.lost > 0 && n->c[0].paths[3].cwnd < w0,
+           "pwin: path 3 lost %llu packets, its window shrank %.0f -> %.0f B",
+           (unsigned long long)n->c[0].paths[3].st.lost, w0, n->c[0].paths[3].cwnd);
+    TAP_OK(others_ok, "pwin: no other path's window shrank");
+    TAP_OK(n->c[0].cc.ssthresh == (double)PP_WIN * a.mtu && n->c[0].st.loss_events > 0,
+           "pwin: the connection's CC window was not cut (%llu loss events)",
+           (unsigned long long)n->c[0].st.loss_events);
+    net_fini(n);
+    free(n);
+}
+
+/* pwin: chunks go only to paths with room in their windows; none: wait. */
+static void t_pwin_steer(void)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    int only5 = 1, r;
+    net_cfg(&cfg, 0, 1, 2);
+    cfg.lb = &pp_lb_pwin;
+    pp_conn_init(&c, &cfg);
+    for (int p = 0; p < 8; p++)
+        c.paths[p].inflight = (uint64_t)c.paths[p].cwnd;   /* full */
+    c.paths[5].inflight = 0;
+    for (int k = 0; k < 200; k++)
+        only5 &= c.cfg.lb->select_path(&c, 2000000) == 5;
+    TAP_OK(only5, "pwin: 200 choices with only path 5 open all took path 5");
+    c.paths[5].inflight = (uint64_t)c.paths[5].cwnd;
+    r = c.cfg.lb->select_path(&c, 2000000);
+    TAP_OK(r == -1, "pwin: every window full, no path (%d)", r);
+    /* a window below one chunk: one chunk, then a rest of chunk / cwnd RTTs */
+    c.paths[5].inflight = 0;
+    c.paths[5].cwnd = cfg.chunk / 4.0;
+    c.paths[5].qrtt_ns = 1000000;
+    r = c.cfg.lb->select_path(&c, 2000000);
+    TAP_OK(r == 5 && c.cfg.lb->select_path(&c, 2000000 + 3000000) == -1 &&
+           c.cfg.lb->select_path(&c, 2000000 + 4000000) == 5,
+           "pwin: a quarter-chunk window sends a chunk every 4 RTTs");
+    pp_conn_fini(&c);
+}
+
 int main(void)
 {
     t_clean();
@@ -595,5 +696,8 @@ int main(void)
     t_small_one_path();
     t_placed();
     t_spurious_rto();
+    t_path_rto();
+    t_pwin_loss();
+    t_pwin_steer();
     return tap_done();
 }

@@ -74,6 +74,8 @@ int pp_conn_init(pp_conn_t *c, const pp_cfg_t *cfg)
     c->rwnd = cfg->rx_buf_max;
     c->rto_floor_ns = c->cfg.rto_min_ns;
     c->cfg.cc->init(c);
+    if (c->cfg.lb->init)
+        c->cfg.lb->init(c);
     return 0;
 }
 
@@ -246,6 +248,8 @@ static int tx_retransmit(pp_conn_t *c, uint64_t now, pp_out_t *out)
         if (c->cfg.cc->allow_retx && !c->cfg.cc->allow_retx(c, p->len))
             return 0;
         path = c->cfg.lb->select_path(c, now);
+        if (path < 0 || path >= (int)c->cfg.npaths)
+            path = p->path;   /* every window full: a repair still goes, elsewhere */
         if (path == p->path && c->cfg.npaths > 1)
             path = (path + 1) % (int)c->cfg.npaths;
         p->path = (uint16_t)path;
@@ -281,6 +285,8 @@ static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
         c->chunk_path = 0;   /* small messages: one path, no reordering */
     else
         c->chunk_path = cc->select_path ? cc->select_path(c, now) : c->cfg.lb->select_path(c, now);
+    if (c->chunk_path < 0 && c->inflight)
+        return 0;            /* no path has room: ACKs will open one */
     if (c->chunk_path < 0 || c->chunk_path >= (int)c->cfg.npaths)
         c->chunk_path = 0;
     c->chunk_left = bytes;
@@ -361,8 +367,17 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
         pa->inflight -= len;
         if (!p->retx && now >= p->sent_ns) {   /* unambiguous: a queue-delay sample */
             uint64_t q = now - p->sent_ns;
-            pa->qrtt_ns = pa->qrtt_ns ? (7 * pa->qrtt_ns + q) / 8 : q;
+            if (pa->qrtt_ns) {
+                uint64_t d = q > pa->qrtt_ns ? q - pa->qrtt_ns : pa->qrtt_ns - q;
+                pa->qvar_ns = (3 * pa->qvar_ns + d) / 4;
+                pa->qrtt_ns = (7 * pa->qrtt_ns + q) / 8;
+            } else {
+                pa->qrtt_ns = q;
+                pa->qvar_ns = q / 2;
+            }
         }
+        if (c->cfg.lb->on_acked)
+            c->cfg.lb->on_acked(c, p->path, len);
     } else {
         c->nlost--;
     }
@@ -411,7 +426,8 @@ static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint
     if (sdiff(psn, c->recover) >= 0) {
         c->recover = c->snd_nxt;
         c->st.loss_events++;
-        c->cfg.cc->on_loss(c, timeout, now);
+        if (!c->cfg.lb->path_loss)
+            c->cfg.cc->on_loss(c, timeout, now);
     }
 }
 
@@ -419,8 +435,9 @@ static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint
  * depths), but each path keeps its own order: a packet is lost when a packet
  * sent later on the same path was acknowledged (beyond a small reordering
  * window), or when dupthresh later packets were SACKed and it is older than
- * the newest SACKed one by more than twice its own path's RTT (a path whose
- * later packets were all lost too). */
+ * the newest SACKed one by more than twice its own path's RTT, or than its
+ * path's send-to-ACK time plus four deviations when that is longer (a path
+ * whose later packets were all lost too; a slow path's queue is no loss). */
 static void detect_dup_loss(pp_conn_t *c, uint64_t now)
 {
     uint64_t reo = c->min_rtt_ns / 4;
@@ -435,6 +452,8 @@ static void detect_dup_loss(pp_conn_t *c, uint64_t now)
             continue;
         pa = &c->paths[p->path];
         prtt = pa->st.srtt_ns ? pa->st.srtt_ns : c->srtt_ns;
+        if (pa->qrtt_ns && 2 * prtt < pa->qrtt_ns + 4 * pa->qvar_ns)
+            prtt = (pa->qrtt_ns + 4 * pa->qvar_ns) / 2;   /* its queue: see path_rto */
         if (p->sent_ns + reo < pa->acked_sent_ns ||
             (sdiff(c->highest_sacked, psn) >= (int32_t)c->cfg.dupthresh &&
              p->sent_ns + 2 * prtt + reo < c->hs_sent_ns))
@@ -547,6 +566,18 @@ uint64_t pp_rto_ns(const pp_conn_t *c)
     return rto > c->cfg.rto_max_ns ? c->cfg.rto_max_ns : rto;
 }
 
+/* A packet's timeout: the connection's RTO, or its own path's when that is
+ * longer. Paths differ by whole queue depths (a slow path's full queue holds
+ * tens of ms, while the connection's smoothed RTT follows the fast paths):
+ * the connection's RTO alone fires on packets merely queued on a slow path,
+ * and those spurious timeouts cost retransmissions and window cuts. */
+static uint64_t path_rto(const pp_conn_t *c, int path, uint64_t rto)
+{
+    const pp_path_t *pa = &c->paths[path];
+    uint64_t own = pa->qrtt_ns ? pa->qrtt_ns + 4 * pa->qvar_ns : 0;
+    return own > rto ? own : rto;
+}
+
 int pp_poll(pp_conn_t *c, uint64_t now)
 {
     uint64_t rto = pp_rto_ns(c);
@@ -557,9 +588,10 @@ int pp_poll(pp_conn_t *c, uint64_t now)
     c->last_rto_scan = now;
     for (uint32_t psn = c->snd_una; sdiff(c->snd_nxt, psn) > 0; psn++) {
         pp_pkt_t *p = &c->pk[psn % PP_WIN];
-        uint64_t limit = rto << (p->retx < 8 ? p->retx : 8);
+        uint64_t limit;
         if (p->state != PP_PK_INFLIGHT && p->state != PP_PK_LOST)
             continue;
+        limit = path_rto(c, p->path, rto) << (p->retx < 8 ? p->retx : 8);
         if (now - p->first_ns > c->cfg.give_up_ns) {
             c->failed = 1;
             snprintf(c->why, sizeof c->why, "rank %u stopped acknowledging (packet %u unacked for "

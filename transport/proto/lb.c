@@ -10,6 +10,14 @@
  *             connection's minimum) clocks out two more chunks on its path,
  *             a moderately slow one one chunk, a slow one none; with nothing
  *             clocked, a random path. Needs no per-path window.
+ *  pwin     : per-path windows (uncoupled, MPTCP / UEC style): each path has
+ *             its own Reno-like window (slow start, one MTU per window per
+ *             RTT, halved on a loss on that path, at most once per that
+ *             path's RTT); a chunk goes to the cheapest path (p2c's cost)
+ *             among those with room, and waits when none has. A loss on one
+ *             path shrinks that path only, so a slow or lossy path takes its
+ *             own share and no more, without slowing the others; the CC's
+ *             connection window stays as a cap (its loss reaction is off).
  */
 #include "transport/proto/pp.h"
 
@@ -63,6 +71,89 @@ static int p2c_select(pp_conn_t *c, uint64_t now)
 
 const pp_lb_ops_t pp_lb_p2c = {.name = "p2c", .select_path = p2c_select};
 
+/* ------------------------------------------------------- per-path windows */
+
+/* A window below one chunk still carries chunks, one at a time, spaced so
+ * that the path averages its window per RTT: a path that can only take a
+ * fraction of a chunk per RTT (100 Mbit/s beside 1 Gbit/s, 32 KB chunks)
+ * then neither overflows its queue nor starves. */
+static int pwin_room(const pp_conn_t *c, int p, uint64_t now)
+{
+    const pp_path_t *pa = &c->paths[p];
+    if (pa->cwnd >= (double)c->cfg.chunk)
+        return (double)pa->inflight + c->cfg.chunk <= pa->cwnd;
+    return pa->inflight == 0 && now >= pa->idle_until;
+}
+
+static void pwin_init(pp_conn_t *c)
+{
+    for (uint32_t p = 0; p < c->cfg.npaths; p++) {
+        c->paths[p].cwnd = 2.0 * c->cfg.chunk;
+        c->paths[p].ssthresh = (double)PP_WIN * c->cfg.mtu;
+    }
+}
+
+/* p2c among the paths with room: two of up to eight random draws, else the
+ * cheapest of all with room; -1 when none has. A path on a sub-chunk window
+ * that takes this chunk rests for chunk / cwnd of its RTTs from now. */
+static int pwin_select(pp_conn_t *c, uint64_t now)
+{
+    int n = (int)c->cfg.npaths, best = -1, found = 0;
+    uint64_t best_cost = UINT64_MAX;
+    for (int draw = 0; draw < 8 && found < 2; draw++) {
+        int p = (int)(pp_rand(c) % (uint64_t)n);
+        uint64_t cost;
+        if (!pwin_room(c, p, now))
+            continue;
+        found++;
+        cost = path_cost(c, p, now);
+        if (cost < best_cost) {
+            best = p;
+            best_cost = cost;
+        }
+    }
+    for (int p = 0; !found && p < n; p++)
+        if (pwin_room(c, p, now) && path_cost(c, p, now) < best_cost) {
+            best = p;
+            best_cost = path_cost(c, p, now);
+        }
+    if (best >= 0 && c->paths[best].cwnd < (double)c->cfg.chunk) {
+        pp_path_t *pa = &c->paths[best];
+        uint64_t rtt = pa->qrtt_ns ? pa->qrtt_ns : c->srtt_ns;
+        pa->idle_until = now + (uint64_t)((double)rtt * (double)c->cfg.chunk / pa->cwnd);
+    }
+    return best;
+}
+
+static void pwin_on_acked(pp_conn_t *c, int path, uint32_t bytes)
+{
+    pp_path_t *pa = &c->paths[path];
+    double maxw = (double)PP_WIN * c->cfg.mtu;
+    if (pa->cwnd < pa->ssthresh)
+        pa->cwnd += bytes;
+    else
+        pa->cwnd += (double)bytes * c->cfg.mtu / pa->cwnd;
+    if (pa->cwnd > maxw)
+        pa->cwnd = maxw;
+}
+
+static void pwin_on_loss(pp_conn_t *c, int path)
+{
+    pp_path_t *pa = &c->paths[path];
+    uint64_t now = c->now, rtt = pa->qrtt_ns ? pa->qrtt_ns : c->srtt_ns;
+    if (pa->cut_ns && now - pa->cut_ns < rtt)
+        return;   /* one cut per loss episode of this path */
+    pa->cut_ns = now;
+    pa->cwnd /= 2;
+    if (pa->cwnd < c->cfg.mtu)
+        pa->cwnd = c->cfg.mtu;
+    pa->ssthresh = pa->cwnd;
+}
+
+const pp_lb_ops_t pp_lb_pwin = {.name = "pwin", .select_path = pwin_select, .init = pwin_init,
+                                .on_acked = pwin_on_acked, .on_loss = pwin_on_loss,
+                                .path_loss = 1};
+
 #define CLOCK_RING (sizeof(((pp_conn_t *)0)->clock_ring) / sizeof(uint16_t))
 
 static int clock_select(pp_conn_t *c, uint64_t now)
@@ -94,7 +185,8 @@ const pp_lb_ops_t pp_lb_ackclock = {.name = "ackclock", .select_path = clock_sel
 
 const pp_lb_ops_t *pp_lb_find(const char *name)
 {
-    static const pp_lb_ops_t *const all[] = {&pp_lb_spray, &pp_lb_p2c, &pp_lb_ackclock};
+    static const pp_lb_ops_t *const all[] = {&pp_lb_spray, &pp_lb_p2c, &pp_lb_ackclock,
+                                             &pp_lb_pwin};
     for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) {
         const char *a = all[i]->name, *b = name;
         while (*a && *a == *b) a++, b++;

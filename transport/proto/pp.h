@@ -28,9 +28,13 @@
 #include <stdint.h>
 
 #define PP_MAGIC     0x31445550u     /* "PUD1": protocol and version */
-#define PP_WIN       4096            /* SACK bitmap / receive window, packets: covers
+#define PP_WIN       8192            /* SACK bitmap / receive window, packets: covers
                                       * 2 x 1 Gbit/s with 20 ms of queue on a path at
-                                      * 1500-byte MTU (1024 capped that at ~0.6 Gbit/s) */
+                                      * 1500-byte MTU (1024 capped that at ~0.6 Gbit/s),
+                                      * and a slow path's loss found after its 20 ms
+                                      * queue while the fast path keeps sending (4096
+                                      * stalled the sender there); the ACK (1 KB of
+                                      * bitmap) still fits a 1500-byte datagram */
 #define PP_MAX_PATHS 256
 #define PP_MAX_HLEN  64              /* largest ptl header inside a message */
 #define PP_MSG_CACHE 8               /* large message buffers kept per connection */
@@ -189,14 +193,19 @@ struct pp_cc_ops {
 
 struct pp_lb_ops {
     const char *name;
+    /* -1: no path may take a chunk now (per-path windows full): wait for ACKs */
     int  (*select_path)(pp_conn_t *c, uint64_t now);
     void (*on_ack)(pp_conn_t *c, int path, uint64_t rtt_ns);
     void (*on_loss)(pp_conn_t *c, int path);
+    void (*init)(pp_conn_t *c);                                  /* may be NULL */
+    void (*on_acked)(pp_conn_t *c, int path, uint32_t bytes);    /* path's bytes newly acked */
+    int  path_loss;   /* the LB reacts to loss per path: the CC's on_loss is not called
+                       * (its window stays a cap for the connection) */
 };
 
 extern const pp_cc_ops_t pp_cc_cubic, pp_cc_swift, pp_cc_dgpool, pp_cc_eqds;
-extern const pp_lb_ops_t pp_lb_spray, pp_lb_p2c, pp_lb_ackclock;
-/* By name ("cubic", "swift", "dgpool", "eqds" / "spray", "p2c", "ackclock"); NULL if unknown. */
+extern const pp_lb_ops_t pp_lb_spray, pp_lb_p2c, pp_lb_ackclock, pp_lb_pwin;
+/* By name ("cubic", "swift", "dgpool", "eqds" / "spray", "p2c", "ackclock", "pwin"); NULL if unknown. */
 const pp_cc_ops_t *pp_cc_find(const char *name);
 const pp_lb_ops_t *pp_lb_find(const char *name);
 
@@ -233,6 +242,11 @@ typedef struct {
     uint64_t inflight;        /* bytes sent on this path, not yet acknowledged or lost */
     uint64_t qrtt_ns;         /* smoothed send-to-ack time of its packets (every ACK, any
                                * packet: includes the path's queue), 0 before a sample */
+    uint64_t qvar_ns;         /* its mean deviation: the path's own RTO is qrtt + 4 qvar */
+    /* Per-path window (LB pwin): loss on this path shrinks this path only. */
+    double   cwnd, ssthresh;  /* bytes */
+    uint64_t cut_ns;          /* last cut: at most one per path RTT */
+    uint64_t idle_until;      /* a window below one chunk: next chunk not before this */
 } pp_path_t;
 
 /* Congestion-control state shared by the policies (each uses what it needs). */

@@ -2,9 +2,14 @@
  * udp.c -- the UDP datapath of the software multipath transport.
  *
  * Each rank opens P UDP sockets (PLAIT_UDP_PATHS), one per path: path i from A
- * to B goes from A's socket i to B's socket i, so every path has its own
- * source and destination ports and ECMP hashes the paths apart (a peer on the
- * same host gets UDP_LOCAL_PATHS: loopback has no ECMP). The protocol
+ * to B goes from A's socket i to B's socket i % R, where R (B's card: one
+ * receive socket per engine of B) is small. Every path has its own source
+ * port, so ECMP (hashing the 5-tuple) still spreads the paths, while B finds
+ * the data of all paths in R sockets: one recvmmsg takes a batch of every
+ * path's packets, where P receive sockets would each hold a packet or two
+ * of a pass (a chunk's packets sprayed over 32 ports). ACKs go back the
+ * same way (B's socket i to A's socket i % R_A).
+ * A peer on the same host gets UDP_LOCAL_PATHS: loopback has no ECMP. The protocol
  * (transport/proto: chunks, SACK, loss recovery, CC, LB) runs in "engines"
  * (PLAIT_ENGINES): engine e owns the sockets i with i % E == e and the peers
  * r with r % E == e, so one connection's receive work is split across every
@@ -54,7 +59,7 @@
 #include "transport/udp/udp.h"
 #include "transport/proto/pp.h"
 
-#define UDP_MAGIC     0x31504455544c50ull   /* "PLTUDP1" */
+#define UDP_MAGIC     0x32504455544c50ull   /* "PLTUDP2" */
 #define UDP_CARD_KEY  "plait.udp"
 #define UDP_MAX_ADDRS 8
 #define UDP_BATCH     64                    /* packets per sendmmsg / recvmmsg */
@@ -74,6 +79,7 @@ typedef struct {
     uint32_t epoch;
     uint32_t mtu;
     uint16_t npaths, naddr;
+    uint16_t nrx, rsv;                       /* peers send data to ports[0..nrx) only */
     uint32_t addrs[UDP_MAX_ADDRS];           /* network order */
     uint16_t ports[PP_MAX_PATHS];            /* network order */
 } udp_card_t;
@@ -155,7 +161,7 @@ static inline void udp_count(_Atomic uint64_t *c) { atomic_fetch_add_explicit(c,
 
 /* PLAIT_CC / PLAIT_LB choices, in the order of their enums in config.c. */
 static const char *const udp_cc_names[] = {"cubic", "swift", "dgpool", "eqds"};
-static const char *const udp_lb_names[] = {"p2c", "spray", "ackclock"};
+static const char *const udp_lb_names[] = {"p2c", "spray", "ackclock", "pwin"};
 
 /* The smallest MTU of the up, non-loopback interfaces (what a route out of
  * this host passes), 1500 when there is none. */
@@ -265,8 +271,9 @@ static int udp_local_addrs(const char *ifname, uint32_t *addrs, uint32_t *mtu)
 
 static int udp_open_paths(udp_t *u, uint32_t bind_addr)
 {
-    int big = 8 << 20;
     for (int i = 0; i < u->npaths; i++) {
+        /* the receive sockets take every path's data: room for a window */
+        int big = i < u->neng ? 32 << 20 : 8 << 20;
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = bind_addr};
         socklen_t len = sizeof sa;
         int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -320,6 +327,7 @@ int ptl_udp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg, ptl_tl_
                        cfg->udp_if[0] ? cfg->udp_if : "any interface");
     PRT_CHECK(udp_open_paths(u, cfg->udp_if[0] ? u->card.addrs[0] : htonl(INADDR_ANY)));
     u->card.npaths = (uint16_t)u->npaths;
+    u->card.nrx = (uint16_t)u->neng;   /* engine e owns socket e: one receive socket each */
     memcpy(u->card.ports, u->ports, sizeof u->ports);
     return prt_boot_put(job, UDP_CARD_KEY, &u->card, sizeof u->card);
 }
@@ -406,7 +414,8 @@ static int udp_connect_peer(udp_t *u, int peer)
     pp_cfg_t cfg;
     PRT_CHECK(prt_boot_get(u->job, peer, UDP_CARD_KEY, (void **)&card, &len));
     if (len != sizeof *card || card->magic != UDP_MAGIC || card->naddr == 0 ||
-        card->naddr > UDP_MAX_ADDRS || card->npaths == 0 || card->npaths > PP_MAX_PATHS) {
+        card->naddr > UDP_MAX_ADDRS || card->npaths == 0 || card->npaths > PP_MAX_PATHS ||
+        card->nrx == 0 || card->nrx > card->npaths) {
         free(card);
         return prt_err(PLAIT_ERR_TRANSPORT, "udp: the address card of rank %d is malformed", peer);
     }
@@ -414,7 +423,7 @@ static int udp_connect_peer(udp_t *u, int peer)
     for (int i = 0; i < (int)cfg.npaths; i++) {
         p->dst[i].sin_family = AF_INET;
         p->dst[i].sin_addr.s_addr = card->addrs[0];
-        p->dst[i].sin_port = card->ports[i];
+        p->dst[i].sin_port = card->ports[i % card->nrx];
     }
     free(card);
     if (pp_conn_init(&p->conn, &cfg) != 0)
