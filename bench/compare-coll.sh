@@ -21,6 +21,15 @@
 #   -k DIR     keep every raw output in DIR
 #   -c         correctness cross-check first (tests/coll/t-ompi-cross.sh): both
 #              libraries on the same inputs must give the same results
+#   -H "2x1 2x2"  across hosts instead of on this machine: layouts HOSTSxRANKS
+#              on network-namespace hosts (tests/netns/netns.sh, needs root):
+#              plaitrun --host h1:R,h2:R.. --launch-agent (default transports:
+#              shm inside a host), mpirun --host .. --mca plm_rsh_agent with
+#              btl self,vader,tcp and mpi_yield_when_idle 1 (every host has
+#              R slots, so ORTE would busy-poll, yet all hosts share this
+#              machine's cores; plait's waits yield by design); -n is ignored,
+#              ranks run unbound. Extra settings for plait: -x VAR=VAL
+#              (repeatable)
 # Prints a markdown report on stdout; exit 1 if a run or the check failed.
 
 set -u
@@ -34,8 +43,10 @@ op=sum
 inplace=0
 keep=""
 cross=0
+layouts=""
+pxs=()
 usage() { sed -n '2,/^# Prints/s/^# \{0,1\}//p' "$0"; }
-while getopts "n:C:r:b:e:d:o:Ik:ch" opt; do
+while getopts "n:C:r:b:e:d:o:Ik:cH:x:h" opt; do
     case $opt in
     n) nps=$OPTARG ;;
     C) colls=$OPTARG ;;
@@ -47,6 +58,8 @@ while getopts "n:C:r:b:e:d:o:Ik:ch" opt; do
     I) inplace=2 ;;
     k) keep=$OPTARG ;;
     c) cross=1 ;;
+    H) layouts=$OPTARG ;;
+    x) pxs+=(-x "$OPTARG") ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -77,6 +90,23 @@ fi
 
 raw=$(mktemp -d /tmp/compare-coll.XXXXXX) || exit 1
 trap 'rm -rf "$raw"' EXIT
+PFX=""
+if [ -n "$layouts" ]; then
+    # shellcheck source=hosts-lib.sh
+    . "$here/hosts-lib.sh"
+    nps=$layouts
+    nh=0
+    for l in $layouts; do
+        case $l in [1-9]x[1-9]|[1-9]x[1-9][0-9]) ;; *) echo "compare-coll.sh: -H: bad layout '$l' (HOSTSxRANKS)" >&2; exit 2 ;; esac
+        [ "${l%x*}" -gt "$nh" ] && nh=${l%x*}
+    done
+    PFX=cc$$
+    trap 'hosts_down $PFX; rm -rf "$raw"' EXIT
+    trap 'exit 1' INT TERM
+    export TMPDIR=$raw/tmp OMPI_MCA_orte_tmpdir_base=$raw/tmp
+    mkdir -p "$TMPDIR"
+    hosts_up "$PFX" "$nh" "$raw" || exit 1
+fi
 cores=$(nproc)
 ARGS=(-b "$minb" -e "$maxb" -d "$dtype" -o "$op" -I "$inplace")
 
@@ -86,9 +116,27 @@ SMALL=(-n 200 -w 20)
 LARGE=(-n 20 -w 5)
 SPLIT=65536
 
-# cmd LIB NP: the launcher line (without the benchmark arguments)
+# hostlist LAYOUT: "2x2" -> "h1:2,h2:2"
+hostlist() {
+    local i l=""
+    for i in $(seq 1 "${1%x*}"); do l="$l${l:+,}h$i:${1#*x}"; done
+    echo "$l"
+}
+
+# cmd LIB NP: the launcher line (without the benchmark arguments); NP is a
+# rank count, or HOSTSxRANKS with -H
 cmd() {
     local bind=core
+    if [ -n "$layouts" ]; then
+        if [ "$1" = plait ]; then
+            echo "$(hosts_plaitrun "$raw" "$(hostlist "$2")") --bind-to none ${pxs[*]} $BENCH coll"
+        else
+            echo "$(hosts_mpirun "$raw" "$(hostlist "$2")") -np $(( ${2%x*} * ${2#*x} ))" \
+                 "--oversubscribe --bind-to none --mca btl self,vader,tcp" \
+                 "--mca mpi_yield_when_idle 1 $NCCLT"
+        fi
+        return
+    fi
     [ "$2" -gt "$cores" ] && bind=none
     if [ "$1" = plait ]; then
         echo "$PLAITRUN -n $2 --bind-to $bind $BENCH coll"
@@ -133,6 +181,9 @@ bytes() {
 lim_small() { local e; e=$(bytes "$maxb"); [ "$e" -lt $((SPLIT / 2)) ] && echo "$e" || echo $((SPLIT / 2)); }
 lim_large() { local b; b=$(bytes "$minb"); [ "$b" -gt "$SPLIT" ] && echo "$b" || echo $SPLIT; }
 
+label() {    # NP or HOSTSxRANKS, in words
+    case $1 in *x*) echo "${1%x*} hosts x ${1#*x} ranks" ;; *) echo "$1 ranks" ;; esac
+}
 median() {   # FILE SIZE [COLUMN: 2 busbw (default), 3 time]
     awk -v s="$2" -v c="${3:-2}" '$1 == s { print $c }' "$1" | sort -g |
         awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a";
@@ -168,10 +219,17 @@ mpi_ver=$(sed -n '1s/.*: MPI \(.*\), [0-9]* ranks on.*/\1/p' "${first/plait./mpi
 echo "## Collectives: plait vs Open MPI ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo
 echo "- machine: $(hostname), $cores cores ($cpu), $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "- libraries: plait $plait_ver; $mpi_ver (coll/tuned, btl self,vader)"
+if [ -n "$layouts" ]; then
+    echo "- libraries: plait $plait_ver; $mpi_ver (coll/tuned, btl self,vader,tcp," \
+         "mpi_yield_when_idle 1)"
+    echo "- across network-namespace hosts (veth + bridge, tests/netns/netns.sh): layouts" \
+         "HOSTSxRANKS $layouts, all sharing this machine's $cores cores"
+else
+    echo "- libraries: plait $plait_ver; $mpi_ver (coll/tuned, btl self,vader)"
+fi
 for np in $nps; do
-    echo "- $np ranks: \`$(cmd plait "$np" | sed "s|$B/||g") COLL ${ARGS[*]}\` vs"
-    echo "  \`$(cmd mpi "$np" | sed "s|$B/||g") COLL ${ARGS[*]}\`"
+    echo "- $(label "$np"): \`$(cmd plait "$np" | sed -e "s|$B/||g" -e "s|$raw/|DIR/|g") COLL ${ARGS[*]}\` vs"
+    echo "  \`$(cmd mpi "$np" | sed -e "s|$B/||g" -e "s|$raw/|DIR/|g") COLL ${ARGS[*]}\`"
 done
 echo "- iterations: ${SMALL[*]} below $SPLIT B, ${LARGE[*]} from $SPLIT B; median of $reps"
 echo "  repetitions (min-max beside it), plait and Open MPI interleaved"
@@ -181,7 +239,7 @@ for np in $nps; do
     for coll in $colls; do
         p=$raw/plait.$np.$coll; m=$raw/mpi.$np.$coll
         echo
-        echo "### $coll, $np ranks (busbw GB/s)"
+        echo "### $coll, $(label "$np") (busbw GB/s)"
         echo
         echo "| Size | plait busbw | Open MPI busbw | plait us | Open MPI us | ratio | plait min-max | Open MPI min-max |"
         echo "|-----:|------:|------:|------:|------:|------:|------:|------:|"
@@ -193,6 +251,6 @@ for np in $nps; do
     done
 done
 if [ -n "$keep" ]; then
-    mkdir -p "$keep" && cp "$raw"/* "$keep"/
+    mkdir -p "$keep" && find "$raw" -maxdepth 1 -type f -exec cp {} "$keep"/ \;
 fi
 exit $status

@@ -118,6 +118,7 @@ static int coll_build(pcoll_sched_t *sc, const pcoll_args_t *a, int algo)
         return algo == PCOLL_AR_RING ? pcoll_allreduce_ring(sc, a)
              : algo == PCOLL_AR_RABENSEIFNER ? pcoll_allreduce_rabenseifner(sc, a)
              : algo == PCOLL_AR_SHM ? pcoll_allreduce_shm(sc, a)
+             : algo == PCOLL_AR_TWO_LEVEL ? pcoll_allreduce_two_level(sc, a)
              : pcoll_allreduce_rd(sc, a);
     case PCOLL_ALLGATHER:
         return algo == PCOLL_AG_RD ? pcoll_allgather_rd(sc, a)
@@ -164,7 +165,9 @@ static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const p
     if (rc != PLAIT_OK) {
         comm->coll_seq++;       /* the other ranks' numbering goes on */
         pcoll_sched_free(sc);
-        return prt_err(rc, "%s: no memory for its schedule", fn);
+        /* a builder that failed otherwise (e.g. a host-map exchange that
+         * timed out) already said why */
+        return rc == PLAIT_ERR_NOMEM ? prt_err(rc, "%s: no memory for its schedule", fn) : rc;
     }
     return pcoll_sched_start_locked(sc, fn, storage, r);
 }
@@ -188,8 +191,9 @@ static int coll_nothing(const char *fn, plait_comm_t comm, plait_request_t *req)
 /*
  * One path for every collective: req NULL = blocking. A blocking call keeps
  * its schedule and its request on this stack frame (nothing allocated for
- * small collectives), or for two ranks and small sizes skips the engine
- * (coll/pair.c); a non-blocking one outlives the call, so schedule and
+ * small collectives), or for small sizes skips the engine: flags on a shared
+ * area inside one host (coll/shm_small.c), else for two ranks one direct
+ * exchange (coll/pair.c); a non-blocking one outlives the call, so schedule and
  * request go to the heap.
  */
 static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_request_t *req)
@@ -209,6 +213,9 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
         rc = pcoll_sched_new(s, comm, 8, 16, &sc);
         if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
             *req = r;
+    } else if (pcoll_area_use_locked(s, comm, a, fn, &rc)) {
+        if (rc == PLAIT_OK)
+            rc = pcoll_area_run_locked(s, comm, a, fn);
     } else if (pcoll_pair_use(s, comm, a)) {
         rc = pcoll_pair_run_locked(s, comm, a, fn);
     } else {

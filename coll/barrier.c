@@ -74,7 +74,14 @@ int plait_barrier(plait_comm_t comm)
         return rc;
     PRT_CHECK(ppt_comm_check(comm, "plait_barrier"));
     pthread_mutex_lock(&s->lock);
-    rc = pcoll_barrier_locked(s, comm, "plait_barrier");
+    if (pcoll_area_use_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER}, "plait_barrier",
+                              &rc)) {   /* flags on the shared area (coll/shm_small.c) */
+        if (rc == PLAIT_OK)
+            rc = pcoll_area_run_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER},
+                                       "plait_barrier");
+    } else {
+        rc = pcoll_barrier_locked(s, comm, "plait_barrier");
+    }
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

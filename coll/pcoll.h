@@ -133,7 +133,7 @@ enum { PCOLL_BARRIER, PCOLL_BCAST, PCOLL_REDUCE_C, PCOLL_ALLREDUCE, PCOLL_ALLGAT
 /* Algorithm ids per collective. Their order (after AUTO = 0) is the order of
  * the choices of the PLAIT_<COLL>_ALGO settings in runtime/config.c. */
 enum { PCOLL_AUTO = 0 };
-enum { PCOLL_AR_RD = 1, PCOLL_AR_RING, PCOLL_AR_RABENSEIFNER, PCOLL_AR_SHM };
+enum { PCOLL_AR_RD = 1, PCOLL_AR_RING, PCOLL_AR_RABENSEIFNER, PCOLL_AR_SHM, PCOLL_AR_TWO_LEVEL };
 enum { PCOLL_AG_RING = 1, PCOLL_AG_RD, PCOLL_AG_BRUCK, PCOLL_AG_SHM };
 enum { PCOLL_RS_RING = 1, PCOLL_RS_HALVING, PCOLL_RS_SHM };
 enum { PCOLL_BC_BINOMIAL = 1, PCOLL_BC_SCATTER_ALLGATHER, PCOLL_BC_CHAIN, PCOLL_BC_SHM };
@@ -159,6 +159,12 @@ typedef struct {
 int pcoll_allreduce_rd(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allreduce_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allreduce_rabenseifner(pcoll_sched_t *sc, const pcoll_args_t *a);
+/* Two-level (coll/hier.c): inside each host, then between hosts. */
+int pcoll_allreduce_two_level(pcoll_sched_t *sc, const pcoll_args_t *a);
+/* Forgets the host maps hier.c learnt per communicator (plait_init). */
+void pcoll_hier_reset(void);
+/* 0 when comm is known to have one rank per host (two_level = flat), else 1. */
+int  pcoll_hier_useful(const ppt_state_t *s, plait_comm_t comm);
 /* Shared-memory (one host) variants, coll/shm.c: ranks read each other's
  * buffers with the shm transport's get (process_vm_readv). */
 int pcoll_allreduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
@@ -192,6 +198,19 @@ int pcoll_scatter_binomial(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_pair_eligible(const pcoll_args_t *a);
 int pcoll_pair_use(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);
 int pcoll_pair_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                          const char *fn);
+
+/* Blocking collectives of a one-host communicator on its shared-memory area
+ * with sequence flags (coll/shm_small.c): barrier, bcast, reduce, allreduce,
+ * allgather, reduce_scatter, alltoall, gather, scatter, where the bytes a rank
+ * contributes are at most PLAIT_COLL_SHM_SMALL and nothing is forced by
+ * PLAIT_<COLL>_ALGO. use: 1 when this call runs there; sets up the area at
+ * the communicator's first eligible call (a collective step: every rank
+ * reaches it), and if *rc is then an error the call must return it. run: the
+ * whole call, lock held. */
+int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                          const char *fn, int *rc);
+int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn);
 
 /* Shared pieces (coll/util.c). */

@@ -9,6 +9,12 @@
  * shared-memory algorithms (coll/shm.c) apply only where every rank of the
  * communicator is reached through shm with direct reads (pcoll_shm_usable):
  * elsewhere their rows are skipped, and forcing one falls back to ring.
+ * Before the table: a blocking call where nothing is forced, on a
+ * communicator inside one host, whose per-rank contribution is at most
+ * PLAIT_COLL_SHM_SMALL bytes runs on the communicator's shared-memory area
+ * (coll/shm_small.c, every collective but alltoallv; 2 ranks: up to 1 KiB,
+ * above that coll/pair.c's direct exchange); then 2-rank calls go to
+ * coll/pair.c (pcoll_pair_use).
  */
 #include "config.h"
 
@@ -30,6 +36,14 @@ typedef struct {
 #define ANY SIZE_MAX
 static const pcoll_rule_t pcoll_rules[] = {
     {PCOLL_ALLREDUCE, 16 << 10, 1, 0, 0, 1, PCOLL_AR_RD},
+    /* Between hosts: shm inside each, 1/k of the vector per rank on the
+     * network. Against rabenseifner / ring over all ranks on namespace hosts
+     * (2 x 2 and 3 x 2 ranks sharing 2 loaded cores, medians of 3 and 5):
+     * faster in most cells from 32 KiB to 64 MiB (1.05-2.9x; 2 x 2 at 256 KiB
+     * and 3 x 2 at 128 KiB-4 MiB also lost, 0.37-0.9x, in one of two runs);
+     * recursive doubling stays ahead up to 16 KiB (fewer rounds). Skipped
+     * once the hosts are known to hold one rank each (pcoll_hier_useful). */
+    {PCOLL_ALLREDUCE, ANY, 3, 0, 0, 2, PCOLL_AR_TWO_LEVEL},
     {PCOLL_ALLREDUCE, ANY, 2, 0, 0, 1, PCOLL_AR_SHM},
     {PCOLL_ALLREDUCE, ANY, 1, 0, 1, 1, PCOLL_AR_RABENSEIFNER},
     {PCOLL_ALLREDUCE, ANY, 1, 0, 0, 1, PCOLL_AR_RING},
@@ -67,7 +81,7 @@ static const char *const coll_names[PCOLL_NCOLL] = {
 static const char *const *algo_names(int coll)
 {
     static const char *const ar[] = {"auto", "recursive_doubling", "ring", "rabenseifner", "shm",
-                                     NULL};
+                                     "two_level", NULL};
     static const char *const ag[] = {"auto", "ring", "recursive_doubling", "bruck", "shm", NULL};
     static const char *const rs[] = {"auto", "ring", "recursive_halving", "shm", NULL};
     static const char *const bc[] = {"auto", "binomial", "scatter_allgather", "chain", "shm", NULL};
@@ -191,6 +205,7 @@ static const select_comm_t *select_comm(ppt_state_t *s, plait_comm_t comm)
 void pcoll_select_reset(void)
 {
     memset(select_cache, 0, sizeof select_cache);
+    pcoll_hier_reset();
 }
 
 int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
@@ -206,7 +221,9 @@ int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
     bytes = select_bytes(a, n);
     for (size_t i = 0; i < PCOLL_NRULES; i++)
         if (rule_matches(&pcoll_rules[i], a->coll, bytes, n, c->hosts) &&
-            (c->shm || !is_shm_algo(a->coll, pcoll_rules[i].algo)))
+            (c->shm || !is_shm_algo(a->coll, pcoll_rules[i].algo)) &&
+            (a->coll != PCOLL_ALLREDUCE || pcoll_rules[i].algo != PCOLL_AR_TWO_LEVEL ||
+             pcoll_hier_useful(s, comm)))
             return pcoll_rules[i].algo;
     return 1;
 }
@@ -253,8 +270,13 @@ void pcoll_selection_print(FILE *f)
                 pcoll_algo_name(rl->coll, rl->algo),
                 setting[rl->coll] ? setting[rl->coll] : "-");
     }
+    fprintf(f, "  one host, blocking, nothing forced, per-rank contribution <= PLAIT_COLL_SHM_SMALL "
+               "(2 ranks: <= 1K): flags on a shared-memory area, no messages (shm_small), before "
+               "any row\n");
     fprintf(f, "  2 ranks, blocking, nothing forced: bcast <= 64K, allreduce and reduce_scatter "
                "<= 8K, allgather <= 32K, alltoall <= 64K run as one direct exchange (pair)\n");
+    fprintf(f, "  two_level: a host map per communicator, learnt in its first blocking allreduce "
+               "(until then non-blocking ones run flat)\n");
     fprintf(f, "  shm rows apply only where every rank is on this host with direct reads "
                "(PLAIT_SHM_CMA=1)\n");
     fprintf(f, "  reduction kernels: %s (PLAIT_REDUCE_ISA)\n", pcoll_reduce_isa());

@@ -108,6 +108,8 @@ void ppt_comm_destroy_all(ppt_state_t *s)
     while (s->all_comms) {
         plait_comm_t c = s->all_comms;
         s->all_comms = c->all_next;
+        if (c->area_free)
+            c->area_free(c->area);
         free(c->world_of);
         c->magic = 0;
         free(c);
@@ -291,6 +293,9 @@ int plait_comm_free(plait_comm_t *comm)
         return prt_err(PLAIT_ERR_ARG, "plait_comm_free: comm is the world, which cannot be freed");
     pthread_mutex_lock(&s->lock);
     (*comm)->magic = PPT_COMM_FREED;   /* queues live on for operations still in flight */
+    if ((*comm)->area_free)            /* blocking collectives only: none is in flight */
+        (*comm)->area_free((*comm)->area);
+    (*comm)->area_free = NULL;
     pthread_mutex_unlock(&s->lock);
     *comm = NULL;
     return PLAIT_OK;

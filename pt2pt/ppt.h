@@ -115,6 +115,10 @@ struct plait_comm {
     ppt_mq_t    *mq, *cmq;
     char         name[32];
     struct plait_comm *all_next;
+    /* the collectives layer's shared-memory area (coll/shm_small.c), or
+     * NULL; area_free releases it when the communicator is freed */
+    void        *area;
+    void       (*area_free)(void *area);
 };
 
 /* ------------------------------------------------------- outgoing queue */

@@ -87,7 +87,7 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
     {"PLAIT_SINGLETON", PRT_CFG_BOOL, "1", NULL,
      "run as a job of size 1 when no PMIx server is reachable (0: fail plait_init instead)", CFG_AT(singleton_ok)},
     /* collectives: the choices' order is coll/pcoll.h's algorithm ids */
-    {"PLAIT_ALLREDUCE_ALGO", PRT_CFG_ENUM, "auto", "auto|recursive_doubling|ring|rabenseifner|shm",
+    {"PLAIT_ALLREDUCE_ALGO", PRT_CFG_ENUM, "auto", "auto|recursive_doubling|ring|rabenseifner|shm|two_level",
      "allreduce algorithm (auto: by message and communicator size, see plait_info)", CFG_AT(allreduce_algo)},
     {"PLAIT_ALLGATHER_ALGO", PRT_CFG_ENUM, "auto", "auto|ring|recursive_doubling|bruck|shm",
      "allgather algorithm (auto: by message and communicator size)", CFG_AT(allgather_algo)},
@@ -101,6 +101,10 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "alltoall algorithm; alltoallv follows it (bruck: pairwise there, shm: scattered)", CFG_AT(alltoall_algo)},
     {"PLAIT_REDUCE_ISA", PRT_CFG_ENUM, "auto", "auto|scalar|avx2|avx512",
      "reduction kernels (auto: the widest this CPU has; all give bitwise-equal results)", CFG_AT(reduce_isa)},
+    {"PLAIT_COLL_SHM_SMALL", PRT_CFG_SIZE, "16K", NULL,
+     "blocking collectives of a one-host communicator whose per-rank contribution is at most this "
+     "many bytes run on a shared-memory area with flags, no messages (0 = off; at most 1M)",
+     CFG_AT(coll_shm_small)},
 };
 
 #define PRT_CFG_COUNT (sizeof prt_cfg_entries / sizeof prt_cfg_entries[0])

@@ -8,7 +8,9 @@
 # in flight, and bitwise-identical allreduce results across ranks. Plus:
 # different reduction kernels per rank (PLAIT_REDUCE_ISA), argument errors and
 # mismatched counts across ranks (error or timeout, never a hang), and a bad
-# algorithm name refused by plait_init.
+# algorithm name refused by plait_init. Automatic selection runs small
+# blocking collectives on the shared-memory area (coll/shm_small.c); jobs with
+# PLAIT_COLL_SHM_SMALL=0 and over tcp keep the message paths tested.
 # 1..4 ranks run all 11 datatypes; 5..8 ranks (oversubscribing the cores) run
 # 6 of them (every size class, signedness and float kind).
 # Env: PLAIT_BUILDDIR, PLAIT_SRCDIR (set by run-all.sh), PLAIT_TIMEOUT
@@ -85,6 +87,29 @@ for n in $NPS; do
     done
 done
 
+# Small blocking collectives run on the shared-memory area by default
+# (coll/shm_small.c); the message paths they replace (engine schedules in
+# automatic selection, coll/pair.c at 2 ranks) stay tested here, and with
+# PLAIT_TRANSPORT=tcp no communicator gets an area (the peers are not all
+# reached through shm): every rank must agree to use messages.
+for n in 2 5; do
+    job "coll_check $n ranks, automatic selection, no shared area (PLAIT_COLL_SHM_SMALL=0)" \
+        "$n" "$PLAIT_TIMEOUT" PLAIT_COLL_SHM_SMALL=0 -- suite reduced
+done
+job "coll_check 3 ranks over tcp: no shared area, message fallback" 3 "$PLAIT_TIMEOUT" \
+    PLAIT_TRANSPORT=tcp PLAIT_TEST_QUICK=1 -- suite reduced
+# Roots running far ahead of lagging readers on the area (slot reuse).
+AHEAD=$B/tests/coll/coll_ahead
+for n in 2 5; do
+    if [ -x "$AHEAD" ]; then
+        PROG=$AHEAD job "bcast/scatter roots running ahead of their readers ($n ranks)" \
+            "$n" "$PLAIT_TIMEOUT" --
+    fi
+done
+# Blocked calls go to sleep at once: area waits end on the bell's futex wake.
+job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \
+    PLAIT_WAIT_SPIN_US=0 PLAIT_WAIT_YIELD_US=0 PLAIT_TEST_QUICK=1 -- suite reduced
+
 # Every rank on a different kernel family: results must still agree bitwise.
 job "allreduce bitwise identical with scalar/avx2/avx512 kernels on different ranks (3 ranks)" \
     3 "$PLAIT_TIMEOUT" PLAIT_ALLREDUCE_ALGO=recursive_doubling -- mixed
@@ -92,10 +117,15 @@ job "allreduce bitwise identical with mixed kernels, ring (6 ranks)" \
     6 "$PLAIT_TIMEOUT" PLAIT_ALLREDUCE_ALGO=ring -- mixed
 job "allreduce bitwise identical with mixed kernels, shm (5 ranks)" \
     5 "$PLAIT_TIMEOUT" PLAIT_ALLREDUCE_ALGO=shm -- mixed
+job "allreduce bitwise identical with mixed kernels, automatic: shared area when small (4 ranks)" \
+    4 "$PLAIT_TIMEOUT" -- mixed
 
 # Argument errors, then mismatched counts: error or PLAIT_TIMEOUT, no hang.
 job "argument errors and mismatched counts (4 ranks)" 4 3 -- errors
-job "argument errors and mismatched counts (2 ranks, direct exchange of coll/pair.c)" 2 3 -- errors
+job "argument errors and mismatched counts (2 ranks, shared-memory area of coll/shm_small.c)" 2 3 \
+    -- errors
+job "argument errors and mismatched counts (2 ranks, direct exchange of coll/pair.c)" 2 3 \
+    PLAIT_COLL_SHM_SMALL=0 -- errors
 job "argument errors and mismatched counts (3 ranks, chain/rabenseifner)" 3 3 \
     PLAIT_BCAST_ALGO=chain PLAIT_ALLREDUCE_ALGO=rabenseifner -- errors
 

@@ -29,12 +29,14 @@ A=$PFX-a; NB=$PFX-b; R1=$PFX-r1; R2=$PFX-r2
 A_VIP=198.18.200.1; B_VIP=198.18.100.1
 nx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
+# tbf queue bound: 5 ms by default, as in shared/tools/netns-testbed.sh (the
+# reference bed); UDP_BED_TBF_LATENCY overrides it (e.g. 20ms: deeper queues).
 set_rate() {   # set_rate ROUTER RATE|none
     local r=$1 rate=$2 dev
     for dev in $(nx "$r" ls /sys/class/net | grep -v '^lo$'); do
         nx "$r" tc qdisc del dev "$dev" root 2>/dev/null
         [ "$rate" = none ] || nx "$r" tc qdisc add dev "$dev" root tbf rate "$rate" burst 256kb \
-            latency 20ms
+            latency "${UDP_BED_TBF_LATENCY:-5ms}"
     done
 }
 set_loss() {   # set_loss ROUTER PERCENT: random drop of forwarded UDP (1/10000 steps)

@@ -1,0 +1,381 @@
+/*
+ * hier.c -- two-level allreduce for communicators spread over several hosts:
+ * shared memory inside a host, the network only between hosts.
+ *
+ * The hosts of a communicator are numbered by their lowest comm rank; host h
+ * has k_h members L_h[0] < L_h[1] < ... (comm ranks), and this rank is member
+ * li of its host. The vector is cut into k_h slices (pcoll_blk_off/cnt).
+ *
+ *  1. local reduce-scatter (one round): every rank sends slice j of its input
+ *     to L[j] and receives slice li from every other member; it reduces them
+ *     in local index order into slice li of its recvbuf. Each element of a
+ *     host's partial sum is computed by one rank only.
+ *  2. between hosts, two forms:
+ *     uniform (every host has the same k): member li of every host holds the
+ *       host's partial slice li; the "column" li (member li of host 0, 1, ..)
+ *       allreduces that slice: recursive doubling for small slices (every
+ *       member applies the same operations to the same operands in the same
+ *       order: the lower column index is the left operand), ring for large
+ *       ones (each element reduced at one member, then copied). The k columns
+ *       run side by side, each carrying 1/k of the vector across the network.
+ *     uneven: the slices are gathered to the host's leader L[0] (one round)
+ *       and the leaders ("column" 0) allreduce the whole vector as above.
+ *  3. AVG: the rank that holds the final value divides it (identical inputs
+ *     give identical quotients in a column), in a round of its own so that
+ *     the copies of step 4 carry the quotient.
+ *  4. local allgather (one round): uniform: every rank sends its slice to
+ *     every other member of its host; uneven: the leader sends the whole
+ *     vector to each member.
+ * Every element is thus computed once per column by deterministic steps and
+ * copied from there, so all ranks end with bitwise the same bytes. With one
+ * rank per host it is a flat allreduce over the column of everyone; on one
+ * host (forced) steps 1, 3 and 4 remain.
+ *
+ * Which comm ranks share a host: PMIx tells a process only its own host's
+ * ranks (prt_job_t local_peers), so the hosts of a communicator are learnt
+ * once by an allgather of each rank's host key (the lowest world rank on its
+ * host) and kept until plait_init, keyed by the communicator's context. The
+ * allgather is blocking, so it runs inside a blocking allreduce (all ranks
+ * take part in it there); a non-blocking allreduce on a communicator whose
+ * hosts are not known yet runs a flat algorithm instead. Both decisions
+ * depend only on what every rank of the communicator has done before, so
+ * all ranks build matching schedules. A communicator all on this host needs
+ * no exchange.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/pcoll.h"
+
+/* Column slices up to this size are allreduced by recursive doubling (one
+ * whole-slice exchange per step), larger ones by a ring. */
+#define HIER_RD_MAX ((size_t)64 << 10)
+
+typedef struct hier_map {
+    const ppt_state_t *s;
+    uint64_t           ctx;
+    int                n, nhosts, uniform;
+    int               *host_of;   /* comm rank -> host index */
+    int               *first;     /* host h's members: member[first[h] .. first[h+1]) */
+    int               *member;    /* comm ranks grouped by host, increasing within each */
+    struct hier_map   *next;
+} hier_map_t;
+
+static hier_map_t *hier_maps;     /* guarded by the state lock (builders hold it) */
+
+void pcoll_hier_reset(void)
+{
+    while (hier_maps) {
+        hier_map_t *m = hier_maps;
+        hier_maps = m->next;
+        free(m->host_of);
+        free(m->first);
+        free(m->member);
+        free(m);
+    }
+}
+
+static const hier_map_t *hier_map_find(const ppt_state_t *s, plait_comm_t comm)
+{
+    for (const hier_map_t *m = hier_maps; m; m = m->next)
+        if (m->s == s && m->ctx == comm->ctx && m->n == comm->size)
+            return m;
+    return NULL;
+}
+
+/* For selection: 0 once the hosts are known to hold one rank each (the
+ * algorithm would be a flat allreduce), else 1. Depends only on earlier
+ * blocking allreduces of the communicator, so it is the same on every rank. */
+int pcoll_hier_useful(const ppt_state_t *s, plait_comm_t comm)
+{
+    const hier_map_t *m = hier_map_find(s, comm);
+    return !m || m->nhosts < comm->size;
+}
+
+/* A map from every comm rank's host key; NULL when out of memory. */
+static hier_map_t *hier_map_make(ppt_state_t *s, plait_comm_t comm, const int32_t *key)
+{
+    int n = comm->size, h = 0;
+    hier_map_t *m = calloc(1, sizeof *m);
+    if (!m || !(m->host_of = malloc((size_t)n * sizeof(int))) ||
+        !(m->first = calloc((size_t)n + 1, sizeof(int))) ||
+        !(m->member = malloc((size_t)n * sizeof(int)))) {
+        if (m) {
+            free(m->host_of);
+            free(m->first);
+        }
+        free(m);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {     /* hosts numbered by their lowest comm rank */
+        int j = 0;
+        while (j < i && key[j] != key[i])
+            j++;
+        m->host_of[i] = j < i ? m->host_of[j] : h++;
+    }
+    m->nhosts = h;
+    for (int j = 0, at = 0; j < h; j++) {   /* members host by host, ranks increasing */
+        m->first[j] = at;
+        for (int i = 0; i < n; i++)
+            if (m->host_of[i] == j)
+                m->member[at++] = i;
+        m->first[j + 1] = at;
+    }
+    m->uniform = 1;
+    for (int j = 1; j < h; j++)
+        m->uniform &= m->first[j + 1] - m->first[j] == m->first[1];
+    m->s = s;
+    m->ctx = comm->ctx;
+    m->n = n;
+    m->next = hier_maps;
+    hier_maps = m;
+    return m;
+}
+
+static int hier_all_local(ppt_state_t *s, plait_comm_t comm)
+{
+    for (int i = 0; i < comm->size; i++) {
+        int w = comm->world_of[i], local = 0;
+        for (int j = 0; j < s->job.local_size && !local; j++)
+            local = s->job.local_peers[j] == w;
+        if (!local)
+            return 0;
+    }
+    return 1;
+}
+
+/* Every rank's host key, by a blocking allgather (all ranks are in the same
+ * blocking allreduce, see the header). */
+static int hier_exchange_keys(ppt_state_t *s, plait_comm_t comm, int32_t *keys)
+{
+    pcoll_sched_t sc;               /* blocking: schedule and request on this stack */
+    struct plait_request storage;
+    plait_request_t req = NULL;
+    int32_t mine = s->job.local_peers[0];     /* lowest world rank on this host */
+    pcoll_args_t a = {.coll = PCOLL_ALLGATHER, .sbuf = &mine, .rbuf = keys, .count = 1,
+                      .dt = PLAIT_INT32, .es = sizeof mine};
+    int rc;
+    pcoll_sched_init(&sc, s, comm);
+    if ((rc = pcoll_allgather_bruck(&sc, &a)) != PLAIT_OK) {
+        comm->coll_seq++;            /* the others' numbering goes on */
+        pcoll_sched_free(&sc);
+        return rc;
+    }
+    PRT_CHECK(pcoll_sched_start_locked(&sc, "plait_allreduce (hosts of the communicator)",
+                                       &storage, &req));
+    return pcoll_wait_free_locked(s, req, "plait_allreduce (hosts of the communicator)");
+}
+
+/* The communicator's host map; NULL with *rc = PLAIT_OK when it is not known
+ * yet and this call may not block to learn it (non-blocking). */
+static const hier_map_t *hier_map_get(pcoll_sched_t *sc, int *rc)
+{
+    ppt_state_t *s = sc->s;
+    plait_comm_t comm = sc->comm;
+    int n = comm->size;
+    int32_t *keys;
+    hier_map_t *m;
+    const hier_map_t *known = hier_map_find(s, comm);
+    *rc = PLAIT_OK;
+    if (known)
+        return known;
+    if (!(keys = malloc((size_t)n * sizeof *keys))) {
+        *rc = prt_err(PLAIT_ERR_NOMEM, "two-level allreduce: no memory for the host map");
+        return NULL;
+    }
+    if (hier_all_local(s, comm)) {
+        for (int i = 0; i < n; i++)
+            keys[i] = 0;
+    } else if (!sc->on_stack) {
+        free(keys);
+        return NULL;
+    } else if ((*rc = hier_exchange_keys(s, comm, keys)) != PLAIT_OK) {
+        free(keys);
+        return NULL;
+    }
+    if (!(m = hier_map_make(s, comm, keys)))
+        *rc = prt_err(PLAIT_ERR_NOMEM, "two-level allreduce: no memory for the host map");
+    else
+        prt_log(PRT_LOG_DEBUG, "two-level allreduce: communicator \"%s\" (%d ranks) spans %d "
+                "hosts%s", comm->name, n, m->nhosts, m->uniform ? "" : " of different rank counts");
+    free(keys);
+    return m;
+}
+
+/* A set of comm ranks (g[0..m-1]) allreducing cnt elements of buf; this rank
+ * is g[gi]. Recursive doubling with the non-power-of-two fold (util.c). */
+static void hier_group_rd(pcoll_sched_t *sc, const int *g, int m, int gi, char *buf, size_t cnt,
+                          size_t es)
+{
+    int pof2 = pcoll_pof2(m), rem = m - pof2, nr = pcoll_fold_newrank(gi, rem);
+    size_t bytes = cnt * es;
+    char *in = pcoll_sched_tmp(sc, bytes);
+    if (gi < 2 * rem) {
+        if (gi % 2 == 0) {
+            pcoll_sched_send(sc, g[gi + 1], buf, bytes);
+        } else {
+            pcoll_sched_recv(sc, g[gi - 1], in, bytes);
+            pcoll_sched_reduce(sc, buf, in, buf, cnt);
+        }
+        pcoll_sched_end_round(sc);
+    }
+    for (int d = 1; nr >= 0 && d < pof2; d *= 2) {
+        int pi = pcoll_fold_real(nr ^ d, rem);
+        pcoll_sched_send(sc, g[pi], buf, bytes);
+        pcoll_sched_recv(sc, g[pi], in, bytes);
+        pcoll_sched_reduce(sc, buf, pi < gi ? in : buf, pi < gi ? buf : in, cnt);
+        pcoll_sched_end_round(sc);
+    }
+    if (gi < 2 * rem) {
+        if (gi % 2)
+            pcoll_sched_send(sc, g[gi - 1], buf, bytes);
+        else
+            pcoll_sched_recv(sc, g[gi + 1], buf, bytes);
+        pcoll_sched_end_round(sc);
+    }
+}
+
+/* The same by a ring: reduce-scatter then allgather over m blocks, as
+ * pcoll_allreduce_ring (allreduce.c) with group indices. */
+static void hier_group_ring(pcoll_sched_t *sc, const int *g, int m, int gi, char *buf,
+                            size_t cnt, size_t es)
+{
+    int right = g[(gi + 1) % m], left = g[(gi - 1 + m) % m];
+    char *in = pcoll_sched_tmp(sc, pcoll_blk_cnt(cnt, m, 0) * es);
+    for (int k = 0; k < m - 1; k++) {
+        int sb = (gi - k + m) % m, rb = (gi - k - 1 + 2 * m) % m;
+        char *rblk = buf + pcoll_blk_off(cnt, m, rb) * es;
+        pcoll_sched_send(sc, right, buf + pcoll_blk_off(cnt, m, sb) * es,
+                         pcoll_blk_cnt(cnt, m, sb) * es);
+        pcoll_sched_recv(sc, left, in, pcoll_blk_cnt(cnt, m, rb) * es);
+        pcoll_sched_reduce(sc, rblk, in, rblk, pcoll_blk_cnt(cnt, m, rb));
+        pcoll_sched_end_round(sc);
+    }
+    for (int k = 0; k < m - 1; k++) {
+        int sb = (gi + 1 - k + m) % m, rb = (gi - k + m) % m;
+        pcoll_sched_send(sc, right, buf + pcoll_blk_off(cnt, m, sb) * es,
+                         pcoll_blk_cnt(cnt, m, sb) * es);
+        pcoll_sched_recv(sc, left, buf + pcoll_blk_off(cnt, m, rb) * es,
+                         pcoll_blk_cnt(cnt, m, rb) * es);
+        pcoll_sched_end_round(sc);
+    }
+}
+
+static void hier_group_allreduce(pcoll_sched_t *sc, const int *g, int m, int gi, char *buf,
+                                 size_t cnt, size_t es)
+{
+    if (m < 2 || cnt == 0)
+        return;
+    if (cnt * es <= HIER_RD_MAX || cnt < (size_t)m)
+        hier_group_rd(sc, g, m, gi, buf, cnt, es);
+    else
+        hier_group_ring(sc, g, m, gi, buf, cnt, es);
+}
+
+/* Step 1: slice li of the host's partial result into R (k members L). */
+static void hier_local_rs(pcoll_sched_t *sc, const pcoll_args_t *a, const int *L, int k, int li)
+{
+    size_t es = a->es, off = pcoll_blk_off(a->count, k, li) * es;
+    size_t cnt = pcoll_blk_cnt(a->count, k, li);
+    const char *S = a->sbuf, *own = S + off;
+    char *mine = (char *)a->rbuf + off, **in;
+    if (k == 1) {
+        pcoll_sched_copy(sc, a->rbuf, a->sbuf, a->count * es);
+        pcoll_sched_end_round(sc);
+        return;
+    }
+    if (!(in = pcoll_sched_tmp(sc, (size_t)k * sizeof *in)))
+        return;
+    for (int j = 0; j < k; j++) {
+        if (j == li)
+            continue;
+        in[j] = pcoll_sched_tmp(sc, cnt * es);
+        pcoll_sched_send(sc, L[j], S + pcoll_blk_off(a->count, k, j) * es,
+                         pcoll_blk_cnt(a->count, k, j) * es);
+        pcoll_sched_recv(sc, L[j], in[j], cnt * es);
+    }
+    if (own == mine && li >= 2) {    /* in place: the chain would overwrite it first */
+        char *keep = pcoll_sched_tmp(sc, cnt * es);
+        pcoll_sched_copy(sc, keep, own, cnt * es);
+        own = keep;
+    }
+    in[li] = (char *)own;
+    pcoll_sched_reduce(sc, mine, in[0], in[1], cnt);
+    for (int j = 2; j < k; j++)
+        pcoll_sched_reduce(sc, mine, mine, in[j], cnt);
+    pcoll_sched_end_round(sc);
+}
+
+/* A flat algorithm, for a non-blocking call whose hosts are not known yet
+ * (the choice the table makes between hosts). */
+static int hier_flat(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int n = sc->comm->size;
+    if (a->count * a->es <= (16 << 10))
+        return pcoll_allreduce_rd(sc, a);
+    return (n & (n - 1)) ? pcoll_allreduce_ring(sc, a) : pcoll_allreduce_rabenseifner(sc, a);
+}
+
+int pcoll_allreduce_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int rc, r = sc->comm->rank, h, k, li, H, *col;
+    const int *L;
+    size_t es = a->es, cnt = a->count;
+    char *R = a->rbuf;
+    const hier_map_t *m = hier_map_get(sc, &rc);
+    if (!m)
+        return rc != PLAIT_OK ? rc : hier_flat(sc, a);
+    h = m->host_of[r];
+    L = m->member + m->first[h];
+    k = m->first[h + 1] - m->first[h];
+    for (li = 0; L[li] != r; li++)
+        ;
+    H = m->nhosts;
+    if (!(col = pcoll_sched_tmp(sc, (size_t)H * sizeof *col)))
+        return sc->err;
+    hier_local_rs(sc, a, L, k, li);
+    if (m->uniform) {
+        size_t off = pcoll_blk_off(cnt, k, li), n = pcoll_blk_cnt(cnt, k, li);
+        for (int j = 0; j < H; j++)
+            col[j] = m->member[m->first[j] + li];
+        hier_group_allreduce(sc, col, H, h, R + off * es, n, es);
+        pcoll_sched_scale(sc, R + off * es, n);
+        pcoll_sched_end_round(sc);
+        for (int j = 0; j < k; j++) {
+            if (j == li)
+                continue;
+            pcoll_sched_send(sc, L[j], R + off * es, n * es);
+            pcoll_sched_recv(sc, L[j], R + pcoll_blk_off(cnt, k, j) * es,
+                             pcoll_blk_cnt(cnt, k, j) * es);
+        }
+        pcoll_sched_end_round(sc);
+        return sc->err;
+    }
+    /* uneven hosts: gather to the leader, leaders allreduce, leader sends out */
+    for (int j = 1; j < k; j++) {
+        if (li == 0)
+            pcoll_sched_recv(sc, L[j], R + pcoll_blk_off(cnt, k, j) * es,
+                             pcoll_blk_cnt(cnt, k, j) * es);
+        else if (j == li)
+            pcoll_sched_send(sc, L[0], R + pcoll_blk_off(cnt, k, li) * es,
+                             pcoll_blk_cnt(cnt, k, li) * es);
+    }
+    pcoll_sched_end_round(sc);
+    if (li == 0) {
+        for (int j = 0; j < H; j++)
+            col[j] = m->member[m->first[j]];
+        hier_group_allreduce(sc, col, H, h, R, cnt, es);
+        pcoll_sched_scale(sc, R, cnt);
+        pcoll_sched_end_round(sc);
+    }
+    for (int j = 1; j < k; j++)
+        if (li == 0)
+            pcoll_sched_send(sc, L[j], R, cnt * es);
+    if (li > 0)
+        pcoll_sched_recv(sc, L[0], R, cnt * es);
+    pcoll_sched_end_round(sc);
+    return sc->err;
+}

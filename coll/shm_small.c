@@ -1,0 +1,630 @@
+/*
+ * shm_small.c -- blocking small collectives of a one-host communicator on a
+ * shared-memory area with sequence flags: no pt2pt message on the fast path.
+ *
+ * Why: a small collective on the schedule engine is several pt2pt messages
+ * and each costs a ring slot, a match and a wake-up (~0.45 us per receive);
+ * Open MPI's vader pays less per message. Here a call is one store of this
+ * rank's contribution and one flag, then loads of the peers' flags and data.
+ *
+ * The area (one POSIX shm segment per communicator, made lazily at the first
+ * eligible blocking call, which every rank reaches as collectives start in
+ * the same order): a control line (futex bell, sleeper count), then per rank
+ * D slots (4..32, see AREA_DEPTH_MAX), slot[s % D] for area call s. A slot
+ * is a 16-byte header (seq: the call it holds, 0 before the first; bytes and
+ * root of that call, so ranks that passed different counts or roots fail
+ * with PLAIT_ERR_ARG) followed by the data, cache-line aligned. Comm rank 0
+ * creates the segment (name /plait-<tag>-a<ctx>-<pid>-<random>: plaitrun's
+ * cleanup removes the /plait-<tag>- prefix), sends the name with a bcast on
+ * the collective context, every rank maps it, an allreduce (MIN) of the
+ * "mapped" flags tells every rank whether all did (else all fall back to
+ * messages, for good), and rank 0 unlinks the name, so nothing stays in
+ * /dev/shm even under mpirun.
+ *
+ * Call s (area calls only are counted: non-blocking collectives never touch
+ * the area, so they may interleave freely):
+ *   1. reuse: wait until every peer has published s - D + 1 (in batches,
+ *      see area_reuse);
+ *   2. write header and data into own slot[s % D], release-store seq = s;
+ *   3. acquire-load the peers' slot[s % D].seq until it is >= s (all peers,
+ *      the root, or none, by collective), check their headers, read, compute.
+ * Invariant of step 1: a rank reads call s - D's data only inside call s - D
+ * and publishes s - D + 1 only after returning from it, so a peer that
+ * published s - D + 1 has finished reading every slot[s % D] of call s - D:
+ * writing it again is safe. Conversely a reader of call s finds the peer's
+ * slot[s % D] still holding s: the peer cannot publish s + D before the
+ * reader published s + 1. (A slot may already hold a later call than one
+ * awaited in step 1: hence ">=", in wrap-around arithmetic.) Every rank
+ * publishes in every area call, even one with nothing to contribute (a bcast
+ * non-root), so step 1 cannot wait for ever; it is skipped when an earlier
+ * wait already saw every peer that far (A->seen). D > 2 lets a root of bcast,
+ * scatter (and non-roots of reduce, gather) run up to D - 1 calls ahead, as
+ * eager messages would, instead of in lockstep.
+ *
+ * Results: every reduction runs in rank order 0..n-1, lower rank the left
+ * operand, over the slots (own input copied there too: in place works), then
+ * pcoll_scale for AVG: the same operations on every rank, bitwise identical.
+ * allreduce: every rank reduces the whole vector (one phase: at these sizes
+ * the second synchronisation of a reduce-scatter + allgather costs more than
+ * n - 1 reductions of a few KiB); reduce: the root does; reduce_scatter: each
+ * its block of everyone's n blocks; alltoall: block r of every peer's slot;
+ * allgather / gather / bcast / scatter: copies.
+ *
+ * Waiting: spin PLAIT_WAIT_SPIN_US (0 when oversubscribed), yield until
+ * PLAIT_WAIT_YIELD_US, then sleep on the area's bell (publishers ring it when
+ * a rank sleeps), with the library lock dropped as in ppt_wait_locked; pt2pt
+ * progress keeps running, dead peers are noticed every 100 ms, PLAIT_TIMEOUT
+ * fails the call naming the ranks that did not arrive.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "coll/pcoll.h"
+
+#define AREA_LINE      64
+/* Slots per rank D: a power of two (seq wraps) from 4 to 32, as many as fit
+ * in AREA_RANK_BYTES. Depth is how far a bcast / scatter root may run ahead
+ * of its slowest reader; it matters most when oversubscribed (4 ranks on 2
+ * cores, 8 B bcast: D = 8 about 1.1 us a call, D = 32 about 0.8 us, where
+ * messages take 1.7-2.8 us). */
+#define AREA_DEPTH_MIN 4
+#define AREA_DEPTH_MAX 32
+#define AREA_RANK_BYTES ((size_t)512 << 10)
+#define AREA_SLOT_MAX  ((size_t)1 << 20)     /* per slot, whatever PLAIT_COLL_SHM_SMALL says */
+#define AREA_ALIVE_NS  100000000ull          /* look for dead peers every 100 ms of waiting */
+#define AREA_SLEEP_US  2000                  /* one bell sleep; publishers wake it earlier */
+/* Two ranks: above this the direct exchange of coll/pair.c is as fast or
+ * faster (measured, 2 ranks on 2 cores: the area wins clearly up to 64 B,
+ * ties from 256 B to 1 KiB, loses 5-20% from 2 KiB). */
+#define AREA_PAIR_MAX  ((size_t)1 << 10)
+
+enum { AREA_UNSET = 0, AREA_READY, AREA_NONE };
+enum { AREA_WAIT_ALL = -1, AREA_WAIT_NONE = -2 };
+
+typedef struct {
+    _Atomic uint32_t seq;      /* the area call this slot holds */
+    int32_t          root;     /* that call's root (0 if unrooted) */
+    uint64_t         bytes;    /* bytes this rank published (its count, scaled per collective) */
+} area_slot_t;                 /* data follows, at AREA_HDR */
+#define AREA_HDR sizeof(area_slot_t)
+_Static_assert(sizeof(area_slot_t) == 16, "area slot header");
+
+typedef struct {
+    _Atomic uint32_t bell;     /* futex word sleepers wait on */
+    _Atomic uint32_t sleepers; /* ranks asleep on bell */
+} area_ctl_t;
+
+typedef struct pcoll_area {
+    int      state;            /* AREA_* */
+    char    *base;             /* the mapping (AREA_READY) */
+    size_t   len;
+    size_t   slot;             /* data bytes per slot */
+    size_t   sstride;          /* bytes per slot with header, multiple of AREA_LINE */
+    uint32_t depth;            /* slots per rank, D */
+    uint32_t seq;              /* area calls so far */
+    uint32_t seen;             /* every peer is known to have published this call */
+} pcoll_area_t;
+
+/* What the segment's creator tells the others. */
+typedef struct {
+    char     name[120];
+    uint64_t len, slot;
+    uint32_t depth;
+    int32_t  ok;
+} area_card_t;
+
+typedef struct {
+    ppt_state_t  *s;
+    plait_comm_t  comm;
+    pcoll_area_t *A;
+    const char   *fn;
+} area_call_t;
+
+/* ------------------------------------------------------------- the area */
+
+static area_ctl_t *area_ctl(const pcoll_area_t *A) { return (area_ctl_t *)A->base; }
+
+static area_slot_t *area_slot(const pcoll_area_t *A, int rank, uint32_t s)
+{
+    size_t i = (size_t)rank * A->depth + (s & (A->depth - 1));
+    return (area_slot_t *)(A->base + AREA_LINE + i * A->sstride);
+}
+
+static char *area_data(area_slot_t *sl) { return (char *)sl + AREA_HDR; }
+
+static void area_free(void *p)
+{
+    pcoll_area_t *A = p;
+    if (A && A->base)
+        munmap(A->base, A->len);
+    free(A);
+}
+
+/* Bytes a rank writes into its slot for this call (the same on every rank:
+ * the eligibility decision must be). */
+static size_t area_bytes(const pcoll_args_t *a, int n)
+{
+    size_t b = a->count * a->es;
+    switch (a->coll) {
+    case PCOLL_REDUCE_SCATTER: case PCOLL_ALLTOALL: case PCOLL_SCATTER:
+        return b * (size_t)n;
+    case PCOLL_BARRIER:
+        return 0;
+    default:
+        return b;
+    }
+}
+
+/* Whether an algorithm is forced for this collective (then the schedule
+ * engine runs it, so every algorithm stays reachable). */
+static int area_forced(const prt_config_t *c, int coll)
+{
+    switch (coll) {
+    case PCOLL_ALLREDUCE:      return c->allreduce_algo;
+    case PCOLL_ALLGATHER:      return c->allgather_algo;
+    case PCOLL_REDUCE_SCATTER: return c->reduce_scatter_algo;
+    case PCOLL_BCAST:          return c->bcast_algo;
+    case PCOLL_REDUCE_C:       return c->reduce_algo;
+    case PCOLL_ALLTOALL:       return c->alltoall_algo;
+    default:                   return PCOLL_AUTO;
+    }
+}
+
+/* Every peer reached through the shm transport: on this host (no CMA needed). */
+static int area_reachable(ppt_state_t *s, plait_comm_t comm)
+{
+    if (!s->shm.ops)
+        return 0;
+    for (int i = 0; i < comm->size; i++)
+        if (i != comm->rank && s->tl_of[comm->world_of[i]] != &s->shm)
+            return 0;
+    return 1;
+}
+
+/* Blocking bcast (root 0) / allreduce on the schedule engine, for the setup. */
+static int area_sched_locked(ppt_state_t *s, plait_comm_t comm, pcoll_args_t *a, const char *fn)
+{
+    pcoll_sched_t sc;
+    struct plait_request st;
+    plait_request_t r = NULL;
+    int rc;
+    a->es = plait_dtype_size(a->dt);
+    pcoll_sched_init(&sc, s, comm);
+    pcoll_sched_set_reduce(&sc, a->dt, a->op);
+    rc = a->coll == PCOLL_BCAST ? pcoll_bcast_binomial(&sc, a) : pcoll_allreduce_rd(&sc, a);
+    if (rc != PLAIT_OK) {
+        comm->coll_seq++;       /* the other ranks' numbering goes on */
+        pcoll_sched_free(&sc);
+        return prt_err(rc, "%s: no memory for the shared-memory area's setup", fn);
+    }
+    if ((rc = pcoll_sched_start_locked(&sc, fn, &st, &r)) != PLAIT_OK)
+        return rc;
+    return pcoll_wait_free_locked(s, r, fn);
+}
+
+/* Rank 0: creates, sizes (fallocate: no SIGBUS later on a full /dev/shm)
+ * and maps the segment; card->ok says whether it worked. */
+static void area_create(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A, area_card_t *card)
+{
+    uint32_t salt;
+    int fd;
+    if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
+        salt = (uint32_t)prt_now_ns();
+    snprintf(card->name, sizeof card->name, "/plait-%s-a%llx-%d-%08x", s->job.tag,
+             (unsigned long long)comm->ctx, (int)getpid(), (unsigned)salt);
+    card->len = A->len;
+    card->slot = A->slot;
+    card->depth = A->depth;
+    fd = shm_open(card->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        prt_log(PRT_LOG_DEBUG, "collective area: shm_open(%s): %s", card->name, strerror(errno));
+        return;
+    }
+    if (ftruncate(fd, (off_t)A->len) != 0 || posix_fallocate(fd, 0, (off_t)A->len) != 0) {
+        prt_log(PRT_LOG_DEBUG, "collective area: cannot size %s to %zu bytes", card->name, A->len);
+        close(fd);
+        shm_unlink(card->name);
+        return;
+    }
+    A->base = mmap(NULL, A->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (A->base == MAP_FAILED) {
+        A->base = NULL;
+        shm_unlink(card->name);
+        return;
+    }
+    card->ok = 1;
+}
+
+/* The other ranks: map rank 0's segment. */
+static int area_attach(pcoll_area_t *A, const area_card_t *card)
+{
+    struct stat st;
+    int fd;
+    A->len = card->len;
+    A->slot = card->slot;
+    A->depth = card->depth;
+    A->sstride = (AREA_HDR + A->slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
+    if ((fd = shm_open(card->name, O_RDWR, 0)) < 0)
+        return 0;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size != A->len) {
+        close(fd);
+        return 0;
+    }
+    A->base = mmap(NULL, A->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (A->base == MAP_FAILED) {
+        A->base = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+/* The collective setup (see the header comment). A failure to map anywhere
+ * leaves A in AREA_NONE on every rank; an error of the setup's own messages
+ * (timeout, dead peer) is returned. */
+static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A, const char *fn)
+{
+    area_card_t card;
+    int32_t ok, all = 0;
+    int rc;
+    size_t slot = s->cfg.coll_shm_small < AREA_SLOT_MAX ? s->cfg.coll_shm_small : AREA_SLOT_MAX;
+    memset(&card, 0, sizeof card);
+    A->state = AREA_NONE;
+    if (comm->rank == 0) {
+        A->slot = (slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
+        A->sstride = (AREA_HDR + A->slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
+        A->depth = AREA_DEPTH_MIN;
+        while (A->depth < AREA_DEPTH_MAX && 2 * A->depth * A->sstride <= AREA_RANK_BYTES)
+            A->depth *= 2;
+        A->len = AREA_LINE + (size_t)comm->size * A->depth * A->sstride;
+        area_create(s, comm, A, &card);
+    }
+    rc = area_sched_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BCAST, .sbuf = &card,
+                           .rbuf = &card, .count = sizeof card, .dt = PLAIT_BYTE}, fn);
+    if (rc != PLAIT_OK)
+        return rc;
+    ok = comm->rank == 0 ? card.ok : card.ok && area_attach(A, &card);
+    rc = area_sched_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_ALLREDUCE, .sbuf = &ok,
+                           .rbuf = &all, .count = 1, .dt = PLAIT_INT32, .op = PLAIT_MIN}, fn);
+    if (comm->rank == 0 && card.ok)
+        shm_unlink(card.name);     /* every rank has opened it or given up */
+    if (rc == PLAIT_OK && all == 1) {
+        A->state = AREA_READY;
+        return PLAIT_OK;
+    }
+    if (A->base)
+        munmap(A->base, A->len);
+    A->base = NULL;
+    if (rc == PLAIT_OK)
+        prt_log(PRT_LOG_DEBUG, "collective area of communicator 0x%llx: not every rank could map "
+                "it; small collectives use messages", (unsigned long long)comm->ctx);
+    return rc;
+}
+
+int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                          const char *fn, int *rc)
+{
+    pcoll_area_t *A = comm->area;
+    size_t bytes;
+    *rc = PLAIT_OK;
+    if (!s->cfg.coll_shm_small || comm->size < 2 || a->coll == PCOLL_ALLTOALLV ||
+        area_forced(&s->cfg, a->coll) != PCOLL_AUTO)
+        return 0;
+    bytes = area_bytes(a, comm->size);
+    if (bytes > s->cfg.coll_shm_small || bytes > AREA_SLOT_MAX || (A && A->state == AREA_NONE))
+        return 0;
+    if (comm->size == 2 && bytes > AREA_PAIR_MAX && pcoll_pair_eligible(a))
+        return 0;
+    if (A && A->state == AREA_READY)
+        return bytes <= A->slot;
+    if (!A) {
+        if (!(A = calloc(1, sizeof *A))) {
+            *rc = prt_err(PLAIT_ERR_NOMEM, "%s: no memory for a collective area", fn);
+            return 1;
+        }
+        comm->area = A;
+        comm->area_free = area_free;
+        if (!area_reachable(s, comm)) {
+            A->state = AREA_NONE;
+            return 0;
+        }
+    }
+    if ((*rc = area_setup_locked(s, comm, A, fn)) != PLAIT_OK)
+        return 1;
+    return A->state == AREA_READY && bytes <= A->slot;
+}
+
+/* ------------------------------------------------------------- waiting */
+
+static int area_arrived(const pcoll_area_t *A, int p, uint32_t want)
+{
+    uint32_t v = atomic_load_explicit(&area_slot(A, p, want)->seq, memory_order_acquire);
+    return (int32_t)(v - want) >= 0;
+}
+
+/* First rank from k on (only that one if only >= 0) that has not published
+ * want, or n. */
+static int area_missing(const area_call_t *c, uint32_t want, int only, int k)
+{
+    int n = c->comm->size;
+    if (only >= 0)
+        return area_arrived(c->A, only, want) ? n : only;
+    while (k < n && (k == c->comm->rank || area_arrived(c->A, k, want)))
+        k++;
+    return k;
+}
+
+static int area_timeout(const area_call_t *c, uint32_t want, int only, int k, double waited)
+{
+    char who[200], cl[32];
+    size_t len = 0;
+    int n = c->comm->size, listed = 0;
+    who[0] = '\0';
+    for (int p = k; p < n && len < sizeof who - 16; p = only >= 0 ? n : p + 1) {
+        if (p == c->comm->rank || area_arrived(c->A, p, want))
+            continue;
+        len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", listed++ ? ", " : "", p);
+    }
+    if (c->comm == c->s->world)
+        snprintf(cl, sizeof cl, "world");
+    else
+        snprintf(cl, sizeof cl, "0x%llx", (unsigned long long)c->comm->ctx);
+    return prt_err(PLAIT_ERR_TIMEOUT, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for "
+                   "rank(s) %s of communicator %s (%d ranks) in its shared-memory collective "
+                   "area (call %u): did every rank make the same collective calls?", c->fn, waited,
+                   who, cl, n, (unsigned)want);
+}
+
+/* PLAIT_ERR_PEER (with message) if a rank still waited for has died. */
+static int area_alive(const area_call_t *c, uint32_t want, int only, int k)
+{
+    char cause[256];
+    for (int p = k; p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1) {
+        if (p == c->comm->rank || area_arrived(c->A, p, want))
+            continue;
+        if (ppt_peer_alive(c->s, c->comm->world_of[p]) != PLAIT_OK) {
+            snprintf(cause, sizeof cause, "%s", prt_err_text());
+            return prt_err(PLAIT_ERR_PEER, "%s: %s while waiting for rank %d in the "
+                           "shared-memory collective area", c->fn, cause, p);
+        }
+    }
+    return PLAIT_OK;
+}
+
+/* Sleeps on the bell unless the awaited flags are there (checked after
+ * announcing the sleep: a publisher either sees the sleeper or is seen). */
+static void area_sleep(const area_call_t *c, uint32_t want, int only, int k)
+{
+    area_ctl_t *ctl = area_ctl(c->A);
+    uint32_t w = atomic_load(&ctl->bell);
+    atomic_fetch_add(&ctl->sleepers, 1);
+    if (area_missing(c, want, only, k) < c->comm->size)
+        prt_futex_wait((volatile uint32_t *)&ctl->bell, w, AREA_SLEEP_US);
+    atomic_fetch_sub(&ctl->sleepers, 1);
+}
+
+/* Waits until every peer (only < 0) or rank only has published call want. */
+static int area_wait(const area_call_t *c, uint32_t want, int only)
+{
+    ppt_state_t *s = c->s;
+    int n = c->comm->size, k = 0, stage = 0, rc;
+    uint32_t iter = 0;
+    uint64_t now, last_alive = 0;
+    prt_backoff_t b;
+    for (;; iter++) {
+        if ((k = area_missing(c, want, only, k)) >= n)
+            return PLAIT_OK;
+        if (iter == 0) {
+            prt_backoff_start(&b, s->cfg.timeout_s);
+            last_alive = b.start_ns;
+            stage = prt_backoff_stage(&b, b.start_ns, s->cfg.spin_us, s->cfg.yield_us);
+        }
+        if (stage > 0 || (iter & 7) == 7) {   /* spinning: every 8th poll only */
+            ppt_progress_locked(s);
+            now = prt_now_ns();
+            if (now - last_alive > AREA_ALIVE_NS) {
+                last_alive = now;
+                if ((rc = area_alive(c, want, only, k)) != PLAIT_OK)
+                    return rc;
+            }
+            if (prt_backoff_expired(&b, now))
+                return area_timeout(c, want, only, k, (double)(now - b.start_ns) * 1e-9);
+            stage = prt_backoff_stage(&b, now, s->cfg.spin_us, s->cfg.yield_us);
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (stage == 0)
+            __builtin_ia32_pause();
+        else if (stage == 1)
+            sched_yield();
+        else
+            area_sleep(c, want, only, k);
+        pthread_mutex_lock(&s->lock);
+    }
+}
+
+/* ------------------------------------------------------------- one call */
+
+/* Step 1 of the header comment, in batches. If every peer has even
+ * published s - 1 (usual when they keep up), A->seen records that and the
+ * next D - 2 calls skip the check: a root running ahead reads no peer's line
+ * in them. Else it waits until all have published s - D/2 (more than step 1
+ * needs): a root that got D - 1 calls ahead then runs D/2 - 1 calls before
+ * it checks again, instead of trailing its slowest reader call by call (one
+ * sched_yield per call when oversubscribed). The peers get there without
+ * this rank: they need only its calls up to s - 1, all published. */
+static int area_reuse(const area_call_t *c, uint32_t s)
+{
+    pcoll_area_t *A = c->A;
+    uint32_t got = s - 1;
+    int rc;
+    if ((int32_t)(A->seen - (s - A->depth + 1)) >= 0)
+        return PLAIT_OK;
+    for (int p = 0; p < c->comm->size && got == s - 1; p++)
+        if (p != c->comm->rank && !area_arrived(A, p, s - 1))
+            got = s - A->depth / 2;
+    if (got != s - 1 && (rc = area_wait(c, got, AREA_WAIT_ALL)) != PLAIT_OK)
+        return rc;
+    A->seen = got;
+    return PLAIT_OK;
+}
+
+/* Steps 1-3 of the header comment: publishes len bytes of src (bytes and
+ * root in the header) as call s, then waits for `from` (AREA_WAIT_ALL,
+ * AREA_WAIT_NONE or a rank) and checks their headers against this rank's. */
+static int area_exchange(const area_call_t *c, uint32_t s, const void *src, size_t len,
+                         size_t bytes, int root, int from)
+{
+    pcoll_area_t *A = c->A;
+    area_ctl_t *ctl = area_ctl(A);
+    area_slot_t *mine = area_slot(A, c->comm->rank, s);
+    int rc, n = c->comm->size;
+    if ((rc = area_reuse(c, s)) != PLAIT_OK)
+        return rc;
+    mine->bytes = bytes;
+    mine->root = root;
+    if (len)
+        memcpy(area_data(mine), src, len);
+    /* A release store: no fence draining the stores (the data's cache lines
+     * still travel while this rank goes on to wait). Without a fence the
+     * sleepers check may pass the store and miss a rank about to sleep: that
+     * rank then wakes at its bell timeout (AREA_SLEEP_US), in a wait that
+     * already lasted PLAIT_WAIT_YIELD_US. */
+    atomic_store_explicit(&mine->seq, s, memory_order_release);
+    if (atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)) {
+        atomic_fetch_add(&ctl->bell, 1);
+        prt_futex_wake((volatile uint32_t *)&ctl->bell);
+    }
+    if (from == AREA_WAIT_NONE)
+        return PLAIT_OK;
+    if ((rc = area_wait(c, s, from)) != PLAIT_OK)
+        return rc;
+    if (from == AREA_WAIT_ALL)
+        A->seen = s;
+    for (int p = from >= 0 ? from : 0; p < n; p = from >= 0 ? n : p + 1) {
+        const area_slot_t *sl = area_slot(A, p, s);
+        if (sl->root != root)
+            return prt_err(PLAIT_ERR_ARG, "%s: rank %d passed root %d where this rank passed %d: "
+                           "ranks passed different roots", c->fn, p, (int)sl->root, root);
+        if (sl->bytes != bytes)
+            return prt_err(PLAIT_ERR_ARG, "%s: rank %d contributes %llu bytes where this rank "
+                           "contributes %zu: ranks passed different counts", c->fn, p,
+                           (unsigned long long)sl->bytes, bytes);
+    }
+    return PLAIT_OK;
+}
+
+/* dst = x_0 op x_1 op ... op x_{n-1} (left to right), x_p = rank p's slot
+ * data + off; AVG divides by n at the end. */
+static void area_reduce(const area_call_t *c, const pcoll_args_t *a, uint32_t s, void *dst,
+                        size_t off)
+{
+    int n = c->comm->size;
+    pcoll_reduce(dst, area_data(area_slot(c->A, 0, s)) + off,
+                 area_data(area_slot(c->A, 1, s)) + off, a->count, a->dt, a->op);
+    for (int p = 2; p < n; p++)
+        pcoll_reduce(dst, dst, area_data(area_slot(c->A, p, s)) + off, a->count, a->dt, a->op);
+    if (a->op == PLAIT_AVG)
+        pcoll_scale(dst, a->count, a->dt, n);
+}
+
+static int area_rooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+{
+    int n = c->comm->size, r = c->comm->rank, root = a->root, rc;
+    size_t b = a->count * a->es;
+    const char *S = a->sbuf;
+    char *R = a->rbuf;
+    switch (a->coll) {
+    case PCOLL_BCAST:
+        if (r == root)
+            return area_exchange(c, s, R, b, b, root, AREA_WAIT_NONE);
+        if ((rc = area_exchange(c, s, NULL, 0, b, root, root)) == PLAIT_OK)
+            memcpy(R, area_data(area_slot(c->A, root, s)), b);
+        return rc;
+    case PCOLL_REDUCE_C:
+        rc = area_exchange(c, s, S, b, b, root, r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE);
+        if (rc == PLAIT_OK && r == root)
+            area_reduce(c, a, s, R, 0);
+        return rc;
+    case PCOLL_GATHER:
+        if (r != root)
+            return area_exchange(c, s, S, b, b, root, AREA_WAIT_NONE);
+        if ((rc = area_exchange(c, s, NULL, 0, b, root, AREA_WAIT_ALL)) != PLAIT_OK)
+            return rc;
+        for (int p = 0; p < n; p++)
+            if (p != r)
+                memcpy(R + (size_t)p * b, area_data(area_slot(c->A, p, s)), b);
+        if (S != R)
+            memcpy(R + (size_t)r * b, S, b);
+        return PLAIT_OK;
+    default:   /* PCOLL_SCATTER */
+        if (r == root) {
+            rc = area_exchange(c, s, S, (size_t)n * b, (size_t)n * b, root, AREA_WAIT_NONE);
+            if (rc == PLAIT_OK && S != R)
+                memcpy(R, S + (size_t)r * b, b);
+            return rc;
+        }
+        if ((rc = area_exchange(c, s, NULL, 0, (size_t)n * b, root, root)) == PLAIT_OK)
+            memcpy(R, area_data(area_slot(c->A, root, s)) + (size_t)r * b, b);
+        return rc;
+    }
+}
+
+static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+{
+    int n = c->comm->size, r = c->comm->rank, rc;
+    size_t b = a->count * a->es, nb = (size_t)n * b;
+    const char *S = a->sbuf;
+    char *R = a->rbuf;
+    switch (a->coll) {
+    case PCOLL_BARRIER:
+        return area_exchange(c, s, NULL, 0, 0, 0, AREA_WAIT_ALL);
+    case PCOLL_ALLREDUCE:
+        if ((rc = area_exchange(c, s, S, b, b, 0, AREA_WAIT_ALL)) == PLAIT_OK)
+            area_reduce(c, a, s, R, 0);
+        return rc;
+    case PCOLL_REDUCE_SCATTER:
+        if ((rc = area_exchange(c, s, S, nb, nb, 0, AREA_WAIT_ALL)) == PLAIT_OK)
+            area_reduce(c, a, s, R, (size_t)r * b);
+        return rc;
+    case PCOLL_ALLGATHER:   /* in place: this rank's block already sits at block r */
+        if ((rc = area_exchange(c, s, S == R ? R + (size_t)r * b : S, b, b, 0, AREA_WAIT_ALL)) !=
+            PLAIT_OK)
+            return rc;
+        for (int p = 0; p < n; p++)
+            if (p != r || S != R)
+                memcpy(R + (size_t)p * b, area_data(area_slot(c->A, p, s)), b);
+        return PLAIT_OK;
+    default:                /* PCOLL_ALLTOALL: in place works, the input is in the slot */
+        if ((rc = area_exchange(c, s, S, nb, nb, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+            return rc;
+        for (int p = 0; p < n; p++)
+            memcpy(R + (size_t)p * b, area_data(area_slot(c->A, p, s)) + (size_t)r * b, b);
+        return PLAIT_OK;
+    }
+}
+
+int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                          const char *fn)
+{
+    area_call_t c = {s, comm, comm->area, fn};
+    uint32_t seq = ++c.A->seq;
+    switch (a->coll) {
+    case PCOLL_BCAST: case PCOLL_REDUCE_C: case PCOLL_GATHER: case PCOLL_SCATTER:
+        return area_rooted(&c, a, seq);
+    case PCOLL_BARRIER: case PCOLL_ALLREDUCE: case PCOLL_REDUCE_SCATTER: case PCOLL_ALLGATHER:
+    case PCOLL_ALLTOALL:
+        return area_unrooted(&c, a, seq);
+    default:
+        return prt_err(PLAIT_ERR_INTERNAL, "%s: no shared-memory area variant", fn);
+    }
+}
