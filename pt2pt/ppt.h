@@ -72,6 +72,10 @@ struct plait_request {
     uint64_t         sid;           /* recv, cooperative copy: the sender's request id */
     uint64_t         coop;          /* recv, cooperative copy: the transport's handle */
     int              placed;        /* recv, copy path: buf exposed to the transport (id) */
+    int              zc_pending;    /* send, DATA stream: frames the transport still reads
+                                     * from buf (zero copy); completes when 0 and streamed */
+    int              zc_streamed;   /* send: every DATA frame handed over (or refused) */
+    int              zc_rc;         /* send: the stream's result (a transport failure wins) */
     struct plait_request *prev, *next;   /* posted-receive list or active-collective list */
     /* collectives: progressed by ppt_progress_locked until done */
     int            (*progress)(struct plait_request *req);
@@ -211,6 +215,8 @@ int  ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf
 void ppt_rx_frame(void *ctx, int src_world, const void *hdr, size_t hlen, const void *payload,
                   size_t plen);
 int  ppt_tx_flush_locked(ppt_state_t *s);
+/* ptl_zc_fn for zc_reap (ctx: the state): a zero-copy DATA frame finished. */
+void ppt_zc_done(void *ctx, uint64_t cookie, int rc);
 int  ppt_coop_progress(ppt_state_t *s, plait_request_t r);
 void ppt_cancel_locked(ppt_state_t *s, plait_request_t req);
 

@@ -13,6 +13,10 @@
  *         answers CTS {sender id, receiver id} and the sender streams DATA
  *         frames of at most one ring slot; the send completes when the last
  *         one is in the ring, the receive when the last one arrives.
+ *         A transport with send_placed_zc may send large DATA frames from
+ *         the user's buffer instead of copying them (PTL_PENDING); such a
+ *         send completes once the transport reported every one of them
+ *         (ppt_zc_done: acknowledged by the peer, or failed).
  * Frames that cannot go now (ring full) wait in a per-peer FIFO, so order per
  * pair is kept. Every frame is checked before use; unknown ids are dropped.
  */
@@ -78,6 +82,52 @@ static int tx_frame(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
     return PLAIT_OK;
 }
 
+/* A send's DATA stream ended (rc): it completes now, or, while the
+ * transport still reads its buffer, once ppt_zc_done saw the last frame. */
+static void stream_end(ppt_state_t *s, plait_request_t req, int rc)
+{
+    if (rc != PLAIT_OK && req->zc_rc == PLAIT_OK)
+        req->zc_rc = rc;
+    req->zc_streamed = 1;
+    if (req->zc_pending)
+        return;
+    ppt_req_unregister(s, req);
+    ppt_req_complete(s, req, req->zc_rc);
+}
+
+void ppt_zc_done(void *ctx, uint64_t cookie, int rc)
+{
+    ppt_state_t *s = ctx;
+    plait_request_t r = prt_map_get(&s->reqs, cookie);
+    if (!r || r->kind != PPT_REQ_SEND || r->zc_pending <= 0)
+        return;   /* withdrawn (cancelled) meanwhile */
+    if (rc != PLAIT_OK)
+        r->zc_rc = rc;   /* the transport's verdict over a later frame's refusal */
+    if (--r->zc_pending == 0 && r->zc_streamed)
+        stream_end(s, r, PLAIT_OK);
+}
+
+/* One DATA frame: the receiver exposed its buffer where the transport
+ * places data; zero copy where the transport offers it (the request id
+ * comes back through ppt_zc_done). */
+static int tx_data(ptl_tl_t *tl, int world, ppt_tx_t *t, const void *p, size_t n)
+{
+    int rc;
+    if (tl->ops->send_placed_zc) {
+        rc = tl->ops->send_placed_zc(tl, world, &t->hdr, sizeof t->hdr, p, n, t->hdr.rid,
+                                     t->hdr.aux, t->req->id);
+        if (rc == PTL_PENDING) {
+            t->req->zc_pending++;
+            rc = PLAIT_OK;
+        }
+        return rc;
+    }
+    if (tl->ops->send_placed)
+        return tl->ops->send_placed(tl, world, &t->hdr, sizeof t->hdr, p, n, t->hdr.rid,
+                                    t->hdr.aux);
+    return tl->ops->send(tl, world, &t->hdr, sizeof t->hdr, p, n);
+}
+
 /* Streams DATA fragments of a send (copy path); 1 when the ring filled up. */
 static int tx_stream(ppt_state_t *s, int world, ppt_tx_t *t)
 {
@@ -86,23 +136,16 @@ static int tx_stream(ppt_state_t *s, int world, ppt_tx_t *t)
     size_t frag = tl->ops->max_frame(tl) - sizeof(ppt_hdr_t);
     while (t->hdr.aux < req->len) {
         size_t n = req->len - t->hdr.aux < frag ? req->len - t->hdr.aux : frag;
-        const char *p = (const char *)req->buf + t->hdr.aux;
-        /* the receiver exposed its buffer where the transport places data */
-        int rc = tl->ops->send_placed
-                     ? tl->ops->send_placed(tl, world, &t->hdr, sizeof t->hdr, p, n, t->hdr.rid,
-                                            t->hdr.aux)
-                     : tl->ops->send(tl, world, &t->hdr, sizeof t->hdr, p, n);
+        int rc = tx_data(tl, world, t, (const char *)req->buf + t->hdr.aux, n);
         if (rc == 1)
             return 1;
         if (rc != PLAIT_OK) {
-            ppt_req_unregister(s, req);
-            ppt_req_complete(s, req, rc);
+            stream_end(s, req, rc);
             return 0;
         }
         t->hdr.aux += n;
     }
-    ppt_req_unregister(s, req);
-    ppt_req_complete(s, req, PLAIT_OK);
+    stream_end(s, req, PLAIT_OK);
     return 0;
 }
 
@@ -585,6 +628,12 @@ void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
         req->coop = 0;
     } else if (req->kind == PPT_REQ_RECV && !req->id)
         ppt_mq_unpost(req->mq, req);
+    if (req->kind == PPT_REQ_SEND && req->zc_pending) {   /* the transport reads buf: stop it */
+        ptl_tl_t *tl = s->tl_of[req->world];
+        if (tl->ops->zc_detach(tl, req->world, req->id) != PLAIT_OK)
+            prt_log(PRT_LOG_ERROR, "cancelling a send: %s", prt_err_text());
+        req->zc_pending = 0;
+    }
     ppt_req_unregister(s, req);
     if (req->kind == PPT_REQ_SEND && req->world >= 0 && s->tl_of[req->world])
         txq_remove_req(s, req);

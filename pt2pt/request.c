@@ -71,8 +71,11 @@ int ppt_progress_locked(ppt_state_t *s)
 {
     int n = 0;
     plait_request_t r, next;
-    for (int i = 0; i < s->ntl; i++)
+    for (int i = 0; i < s->ntl; i++) {
         n += s->tls[i]->ops->progress(s->tls[i], ppt_rx_frame, s);
+        if (s->tls[i]->ops->zc_reap)
+            n += s->tls[i]->ops->zc_reap(s->tls[i], ppt_zc_done, s);
+    }
     if (s->ntxq)
         n += ppt_tx_flush_locked(s);
     for (r = s->coop_head; r; r = next) {

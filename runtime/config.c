@@ -64,6 +64,10 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
     {"PLAIT_UDP_GSO", PRT_CFG_BOOL, "1", NULL,
      "udp: send batches with segmentation offload (UDP_SEGMENT) when the kernel offers it",
      CFG_AT(udp_gso)},
+    {"PLAIT_UDP_ZCOPY_MIN", PRT_CFG_SIZE, "64K", NULL,
+     "udp: rendezvous data frames from this size are sent from the user's buffer, not copied "
+     "(the send completes once every packet is acknowledged; 0 = always copy)",
+     CFG_AT(udp_zcopy_min)},
     {"PLAIT_STATS", PRT_CFG_BOOL, "0", NULL,
      "print per-connection and per-path transport counters to stderr at plait_finalize",
      CFG_AT(stats)},

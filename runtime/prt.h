@@ -93,6 +93,7 @@ typedef struct {
     double   udp_give_up_s;    /* PLAIT_UDP_GIVE_UP */
     size_t   udp_mtu;          /* PLAIT_UDP_MTU, 0 = from the interface */
     int      udp_gso;          /* PLAIT_UDP_GSO: UDP segmentation offload when the kernel has it */
+    size_t   udp_zcopy_min;    /* PLAIT_UDP_ZCOPY_MIN: reference DATA payloads from this size (0 off) */
     int      stats;            /* PLAIT_STATS: print transport counters at finalize */
     /* collectives: forced algorithm per collective (0 = auto; the choices'
      * order is coll/pcoll.h's PCOLL_* algorithm ids) and reduction kernels */

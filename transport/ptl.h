@@ -27,6 +27,14 @@
 typedef void (*ptl_rx_fn)(void *ctx, int src, const void *hdr, size_t hlen,
                           const void *payload, size_t plen);
 
+/* Zero-copy completion: the send that passed cookie no longer needs its
+ * buffer; rc PLAIT_OK (every byte acknowledged) or the error. */
+typedef void (*ptl_zc_fn)(void *ctx, uint64_t cookie, int rc);
+
+/* send_placed_zc's answer: the payload is referenced, its cookie comes back
+ * through zc_reap. */
+#define PTL_PENDING 2
+
 typedef struct ptl_ops ptl_ops_t;
 
 /* A transport instance inside one process. */
@@ -74,6 +82,21 @@ struct ptl_ops {
     void (*unexpose)(ptl_tl_t *tl, int peer, uint64_t id);
     int  (*send_placed)(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, const void *payload,
                         size_t plen, uint64_t id, uint64_t off);
+    /* Zero-copy placed send (optional, all three NULL when absent): as
+     * send_placed, but the transport may read payload from the caller's
+     * buffer until the peer acknowledged it, instead of copying it. Returns
+     * what send_placed returns (PLAIT_OK: copied, buffer free now), or
+     * PTL_PENDING: referenced, the buffer must stay unchanged until zc_reap
+     * reports cookie (nonzero, chosen by the caller). zc_reap calls done for
+     * every finished cookie (with an error when the peer became unreachable:
+     * nothing reads the buffer after) and returns how many. zc_detach: the
+     * caller withdraws cookie's buffer early (a cancelled send); the
+     * transport copies what it still needs, and reports cookie no more. */
+    int  (*send_placed_zc)(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen,
+                           const void *payload, size_t plen, uint64_t id, uint64_t off,
+                           uint64_t cookie);
+    int  (*zc_reap)(ptl_tl_t *tl, ptl_zc_fn done, void *ctx);
+    int  (*zc_detach)(ptl_tl_t *tl, int peer, uint64_t cookie);
 };
 
 /* A transport kind, listed by plait_info. */

@@ -66,6 +66,35 @@ job "udp loopback: PLAIT_UDP_PATHS=1 pt2pt_sizes -n 2" 2 "PLAIT_UDP_PATHS=1" "$B
 job "udp loopback: 1500-byte datagrams, 4K chunks pt2pt_sizes -n 2" 2 \
     "PLAIT_UDP_MTU=1500 PLAIT_CHUNK_SIZE=4K" "$BIN/pt2pt_sizes"
 
+# Zero copy (PLAIT_UDP_ZCOPY_MIN, default on): a send buffer overwritten right
+# after plait_wait must not reach the receiver; small datagrams make many
+# packets to repair; and the copy path stays covered with it off.
+REUSE=$B/tests/udp/udp_reuse
+if [ -x "$REUSE" ]; then
+    job "udp loopback: send buffer reused after plait_wait, udp_reuse -n 2" 2 "" "$REUSE"
+    job "udp loopback: udp_reuse -n 3" 3 "" "$REUSE"
+    job "udp loopback: 1500-byte datagrams, udp_reuse -n 2" 2 \
+        "PLAIT_UDP_MTU=1500 PLAIT_CHUNK_SIZE=4K" "$REUSE"
+    job "udp loopback: PLAIT_UDP_ZCOPY_MIN=0 (copy) udp_reuse -n 2" 2 "PLAIT_UDP_ZCOPY_MIN=0" "$REUSE"
+    # The receiver stops (SIGSTOP) mid-message: the zero-copy send must end
+    # with PLAIT_ERR_TRANSPORT after PLAIT_UDP_GIVE_UP, not hang.
+    name="udp loopback: send to a stopped rank fails with PLAIT_ERR_TRANSPORT (give-up 1 s)"
+    timeout -k 5 60 "$PLAITRUN" -n 2 --bind-to none --timeout 50 -x PLAIT_TRANSPORT=udp \
+        -x PLAIT_UDP_GIVE_UP=1 -x PLAIT_TIMEOUT=30 "$REUSE" giveup > "$out" 2>&1 < /dev/null
+    rc=$?
+    if [ "$rc" != 124 ] && grep -q "stopped rank: PLAIT_ERR_TRANSPORT (udp: rank 1 stopped" "$out"
+    then
+        pass "$name"
+    else
+        fail "$name" "exit status $rc"
+    fi
+    for p in $(pgrep -f "^$REUSE giveup" || true); do kill -9 "$p" 2>/dev/null; done
+else
+    fail "udp loopback: udp_reuse built" "missing $REUSE (make check TESTS=)"
+fi
+job "udp loopback: PLAIT_UDP_ZCOPY_MIN=0 (copy) pt2pt_sizes -n 2" 2 "PLAIT_UDP_ZCOPY_MIN=0" \
+    "$BIN/pt2pt_sizes"
+
 # Counters at finalize: per connection and per path.
 if job "udp loopback: PLAIT_STATS=1 pt2pt_sizes -n 2" 2 "PLAIT_STATS=1" "$BIN/pt2pt_sizes"; then
     if grep -q "conn 0->1: tx [1-9]" "$out" && grep -q "conn 1->0: tx [1-9]" "$out" &&

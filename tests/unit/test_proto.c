@@ -679,6 +679,243 @@ static void t_pwin_steer(void)
     pp_conn_fini(&c);
 }
 
+/* ------------------------------------------------ referenced payloads */
+
+/* Reaps sender c[0]'s finished referenced messages into seen[cookie]
+ * (1 acknowledged, 2 failed; a second report counts in *twice). */
+static int zc_reap_into(net_t *n, int *seen, int nseen, int *twice)
+{
+    pp_zc_t z[8];
+    int k, total = 0;
+    while ((k = pp_zc_reap(&n->c[0], z, 8)) > 0)
+        for (int i = 0; i < k; i++, total++) {
+            int id = (int)z[i].cookie;
+            if (id < 0 || id >= nseen || seen[id])
+                (*twice)++;
+            else
+                seen[id] = z[i].failed ? 2 : 1;
+        }
+    return total;
+}
+
+/* Drops the first transmission of the data packet at message offset 5000
+ * (payload bytes 4960.. of t_zc_retx_reads_ref's message); counts in arg. */
+static int f_drop_off_once(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    pp_data_t d;
+    (void)seq;
+    if (from != 0 || len < sizeof d || p[4] != PP_T_DATA)
+        return NET_PASS;
+    memcpy(&d, p, sizeof d);
+    if (d.off != 5000 || (d.h.flags & PP_F_RETX))
+        return NET_PASS;
+    ++*(int *)n->arg;
+    return NET_DROP;
+}
+
+/* A referenced message is not copied: the first packet gathers the header
+ * and the payload's start, and a retransmission reads the caller's buffer
+ * again (the test rewrites the lost packet's bytes in between: a caller
+ * must not, but this shows where the bytes come from). */
+static void t_zc_retx_reads_ref(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    uint8_t *src = malloc(20000), *want = malloc(20000), hdr[40] = {1, 2, 3};
+    int seen[4] = {0}, twice = 0, steps = 0, got = 0, bad = 0, dropped = 0;
+    pp_out_t o;
+    pp_msg_t *m;
+    net_cfg(&a, 0, 7, 8);
+    net_cfg(&b, 1, 7, 8);
+    net_init(n, &a, &b);
+    msg_fill(src, 20000, 5, 0);
+    TAP_OK(pp_send_ref(&n->c[0], hdr, sizeof hdr, src, 20000, UINT64_MAX, 0, 3) == 0 &&
+           n->c[0].tx_buffered == 20040 && pp_send_ref(&n->c[0], hdr, sizeof hdr, src, 0,
+                                                       UINT64_MAX, 0, 3) == -1,
+           "zero copy: queued by reference, counted in the send buffer; no empty payload");
+    /* the first packet: 40 header bytes from the message, 960 from src */
+    bad += !pp_tx_next(&n->c[0], n->now, &o) || o.len != 40 || o.len2 != 960 ||
+           o.payload2 != src || memcmp(o.payload, hdr, 40) != 0;
+    net_emit(n, 0, &o);
+    TAP_OK(!bad, "zero copy: the first packet is header + payload in two pieces");
+    n->filter = f_drop_off_once;
+    n->arg = &dropped;
+    net_step(n, 64);        /* everything else goes; offset 5000 is lost */
+    TAP_OK(dropped == 1 && n->c[0].tx_cut == NULL, "zero copy: whole message sent once, "
+           "packet at offset 5000 lost");
+    memcpy(want, src, 20000);
+    memset(src + 4960, 0xee, 1000);   /* that packet's payload bytes, changed */
+    memcpy(want + 4960, src + 4960, 1000);
+    while (steps++ < 20000 && (!got || !pp_idle(&n->c[0]))) {
+        net_step(n, 64);
+        zc_reap_into(n, seen, 4, &twice);
+        while ((m = pp_deliver(&n->c[1])) != NULL) {
+            bad += m->len != 20040 || memcmp(m->data, hdr, 40) != 0 ||
+                   memcmp(m->data + 40, want, 20000) != 0;
+            got++;
+            pp_msg_release(&n->c[1], m);
+        }
+    }
+    TAP_OK(got == 1 && !bad && retx(n) > 0, "zero copy: the retransmission read the caller's "
+           "buffer (%d delivered, %d bad, %llu retransmissions)", got, bad,
+           (unsigned long long)retx(n));
+    TAP_OK(seen[3] == 1 && !twice && n->c[0].zc_refs == 0 && n->c[0].tx_buffered == 0,
+           "zero copy: cookie reported once, acknowledged; nothing referenced or buffered");
+    net_fini(n);
+    free(n);
+    free(src);
+    free(want);
+}
+
+/* Every ACK lost until 3 ms: the receiver has the first message long before
+ * the sender may give its buffer back; each report comes with the ACK that
+ * covers the message's last packet, never while a byte is unacknowledged. */
+static void t_zc_after_last_ack(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    region_t rg = {calloc(1, 300000), 300000};
+    uint8_t *src = malloc(300000), hdr[40] = {4};
+    int seen[4] = {0}, twice = 0, steps = 0, got = 0, early = 0;
+    int got_step[3] = {0, 0, 0}, rep_step[3] = {0, 0, 0};
+    net_cfg(&a, 0, 9, 10);
+    net_cfg(&b, 1, 9, 10);
+    b.place = place_in_region;
+    b.place_arg = &rg;
+    net_init(n, &a, &b);
+    n->filter = f_acks_lost_early;
+    msg_fill(src, 300000, 6, 0);
+    /* the first fits the initial window: all of it arrives in step 1 */
+    pp_send_ref(&n->c[0], hdr, sizeof hdr, src, 50000, 77, 0, 1);
+    pp_send_ref(&n->c[0], hdr, sizeof hdr, src + 50000, 250000, 77, 50000, 2);
+    while (steps++ < MAX_STEPS && (seen[1] == 0 || seen[2] == 0)) {
+        pp_msg_t *m;
+        net_step(n, 64);
+        while ((m = pp_deliver(&n->c[1])) != NULL) {
+            got_step[++got < 3 ? got : 0] = steps;
+            pp_msg_release(&n->c[1], m);
+        }
+        zc_reap_into(n, seen, 4, &twice);
+        for (int k = 1; k <= 2; k++) {
+            if (seen[k] && !rep_step[k])
+                rep_step[k] = steps;
+            for (pp_msg_t *t = n->c[0].tx_head; t; t = t->next)
+                early += seen[k] && t->cookie == (uint64_t)k;   /* reported, bytes unacked */
+        }
+    }
+    TAP_OK(got == 2 && memcmp(rg.buf, src, 300000) == 0, "zero copy: 2 placed messages intact");
+    TAP_OK(seen[1] == 1 && seen[2] == 1 && !twice && !early,
+           "zero copy: each cookie reported once, never with a byte unacknowledged (%d early)",
+           early);
+    TAP_OK(got_step[1] == 1 && rep_step[1] > 300 && rep_step[2] > got_step[2] &&
+           got_step[2] > 0, "zero copy: message 1 delivered at step %d, its buffer given back "
+           "at step %d (ACKs lost until step 300); message 2: %d, %d", got_step[1], rep_step[1],
+           got_step[2], rep_step[2]);
+    net_fini(n);
+    free(n);
+    free(src);
+    free(rg.buf);
+}
+
+/* A dead peer: every referenced message is reported failed, once, and the
+ * connection sends nothing more (the buffers are the caller's again). */
+static void t_zc_give_up(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    uint8_t *src = malloc(100000), hdr[40] = {0};
+    int seen[8] = {0}, twice = 0, steps = 0, before = 0;
+    pp_out_t o;
+    net_cfg(&a, 0, 1, 2);
+    net_cfg(&b, 1, 1, 2);
+    net_init(n, &a, &b);
+    n->filter = f_drop_all;
+    msg_fill(src, 100000, 8, 0);
+    pp_send_ref(&n->c[0], hdr, sizeof hdr, src, 60000, UINT64_MAX, 0, 5);
+    pp_send(&n->c[0], hdr, sizeof hdr, src, 3000);
+    pp_send_ref(&n->c[0], hdr, sizeof hdr, src + 60000, 40000, UINT64_MAX, 0, 6);
+    while (steps++ < MAX_STEPS && !n->c[0].failed) {
+        before += zc_reap_into(n, seen, 8, &twice);
+        net_step(n, 64);
+    }
+    zc_reap_into(n, seen, 8, &twice);
+    TAP_OK(n->c[0].failed && before == 0 && seen[5] == 2 && seen[6] == 2 && !twice,
+           "zero copy: give-up reports both referenced messages failed, once (%d steps; "
+           "%d before, %d %d, %d twice)", steps, before, seen[5], seen[6], twice);
+    TAP_OK(!pp_zc_ready(&n->c[0]) && zc_reap_into(n, seen, 8, &twice) == 0 &&
+           !pp_tx_next(&n->c[0], n->now + 1000000000ull, &o),
+           "zero copy: nothing more to report or send after the failure");
+    net_fini(n);
+    free(n);
+    free(src);
+}
+
+/* Withdrawn early (a cancelled send): the rest is sent from a copy, the
+ * caller's buffer may change at once, and the cookie is never reported. */
+static void t_zc_detach(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    uint8_t *src = malloc(50000), *want = malloc(50000), hdr[40] = {7};
+    int seen[4] = {0}, twice = 0, steps = 0, got = 0, bad = 0;
+    pp_msg_t *m;
+    net_cfg(&a, 0, 3, 4);
+    net_cfg(&b, 1, 3, 4);
+    net_init(n, &a, &b);
+    msg_fill(src, 50000, 9, 0);
+    memcpy(want, src, 50000);
+    pp_send_ref(&n->c[0], hdr, sizeof hdr, src, 50000, UINT64_MAX, 0, 2);
+    net_step(n, 8);   /* a few packets out */
+    TAP_OK(n->c[0].zc_refs == 1 && pp_zc_detach(&n->c[0], 2) == 0 && n->c[0].zc_refs == 0,
+           "zero copy: detach copies the unacknowledged message");
+    memset(src, 0, 50000);
+    while (steps++ < 20000 && (!got || !pp_idle(&n->c[0]))) {
+        net_step(n, 64);
+        zc_reap_into(n, seen, 4, &twice);
+        while ((m = pp_deliver(&n->c[1])) != NULL) {
+            bad += m->len != 50040 || memcmp(m->data + 40, want, 50000) != 0;
+            got++;
+            pp_msg_release(&n->c[1], m);
+        }
+    }
+    TAP_OK(got == 1 && !bad && seen[2] == 0 && !twice,
+           "zero copy: after detach the message arrives intact from the copy, unreported");
+    net_fini(n);
+    free(n);
+    free(src);
+    free(want);
+}
+
+/* Referenced bytes count against tx_buf_max: a receiver that takes nothing
+ * pins at most the cap plus one message of the caller's memory. */
+static void t_zc_flow_control(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    uint8_t *src = malloc(100000), hdr[40] = {0};
+    int queued = 0, refused = 0;
+    net_cfg(&a, 0, 1, 2);
+    net_cfg(&b, 1, 1, 2);
+    a.tx_buf_max = 256u << 10;
+    b.rx_buf_max = 200u << 10;
+    net_init(n, &a, &b);
+    msg_fill(src, 100000, 10, 0);
+    for (int step = 0; step < 3000; step++) {
+        int rc = pp_send_ref(&n->c[0], hdr, sizeof hdr, src, 100000, UINT64_MAX, 0,
+                             (uint64_t)queued + 1);
+        queued += rc == 0;
+        refused += rc == 1;
+        net_step(n, 64);   /* nobody calls pp_deliver */
+    }
+    TAP_OK(refused > 0 && n->c[0].tx_buffered <= a.tx_buf_max + 100040 &&
+           n->c[0].zc_refs * 100040u == n->c[0].tx_buffered,
+           "zero copy: referenced bytes hit the send cap (%d queued, %d refused, %zu pinned)",
+           queued, refused, n->c[0].tx_buffered);
+    net_fini(n);
+    free(n);
+    free(src);
+}
+
 int main(void)
 {
     t_clean();
@@ -699,5 +936,10 @@ int main(void)
     t_path_rto();
     t_pwin_loss();
     t_pwin_steer();
+    t_zc_retx_reads_ref();
+    t_zc_after_last_ack();
+    t_zc_give_up();
+    t_zc_detach();
+    t_zc_flow_control();
     return tap_done();
 }

@@ -94,11 +94,13 @@ static inline void net_enqueue(net_t *n, int to, const uint8_t *p, size_t len)
 static inline void net_emit(net_t *n, int from, const pp_out_t *o)
 {
     uint8_t pkt[70000];
-    size_t len = o->hdr_len + o->len;
+    size_t len = o->hdr_len + o->len + o->len2;
     int fate;
     memcpy(pkt, o->hdr, o->hdr_len);
     if (o->len)
         memcpy(pkt + o->hdr_len, o->payload, o->len);
+    if (o->len2)   /* a referenced message's first packet: header, then payload */
+        memcpy(pkt + o->hdr_len + o->len, o->payload2, o->len2);
     fate = n->filter ? n->filter(n, from, pkt, len, n->seq[from]) : NET_PASS;
     n->seq[from]++;
     if (fate == NET_DROP)

@@ -79,13 +79,27 @@ int pp_conn_init(pp_conn_t *c, const pp_cfg_t *cfg)
     return 0;
 }
 
+/* Frees a message and the payload copy it owns (never a caller's buffer). */
+static void msg_destroy(pp_msg_t *m)
+{
+    if (m && m->ref_owned)
+        free((void *)m->ref);
+    free(m);
+}
+
 void pp_conn_fini(pp_conn_t *c)
 {
     pp_msg_t *m, *n;
     for (m = c->tx_head; m; m = n) {
         n = m->next;
-        free(m);
+        msg_destroy(m);
     }
+    for (m = c->zc_done; m; m = n) {
+        n = m->next;
+        msg_destroy(m);
+    }
+    c->zc_done = c->zc_done_tail = NULL;
+    c->zc_refs = 0;
     for (int i = 0; i < PP_WIN; i++)
         free(c->rmsg[i]);
     while (c->ncache > 0)
@@ -140,9 +154,9 @@ static pp_msg_t *msg_alloc(pp_conn_t *c, size_t len)
 static void msg_free(pp_conn_t *c, pp_msg_t *m)
 {
     if (m && m->cap >= PP_MSG_BIG && c->ncache < PP_MSG_CACHE)
-        c->cache[c->ncache++] = m;
+        c->cache[c->ncache++] = m;   /* never a referenced one: those hold a header only */
     else
-        free(m);
+        msg_destroy(m);
 }
 
 /* ----------------------------------------------------------------- sender */
@@ -152,25 +166,34 @@ int pp_send(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, siz
     return pp_send_placed(c, hdr, hlen, payload, plen, UINT64_MAX, 0);
 }
 
-int pp_send_placed(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen,
-                   uint64_t place_id, uint64_t place_off)
+/* Queues a message; ref: the payload stays in the caller's buffer. */
+static int msg_queue(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen,
+                     uint64_t place_id, uint64_t place_off, int ref, uint64_t cookie)
 {
     size_t len = hlen + plen;
     pp_msg_t *m;
-    if (hlen == 0 || hlen > PP_MAX_HLEN || len > c->cfg.max_msg)
+    if (hlen == 0 || hlen > PP_MAX_HLEN || len > c->cfg.max_msg || (ref && plen == 0))
         return -1;
-    /* Bounded buffering: one message always fits, more only below the cap. */
+    /* Bounded buffering: one message always fits, more only below the cap.
+     * Referenced bytes count as well: they are the caller's memory pinned
+     * by the protocol, and a slow receiver must not pin without bound. */
     if (c->tx_head && c->tx_buffered + len > c->cfg.tx_buf_max) {
         c->st.tx_blocked++;
         c->tx_was_blocked = 1;
         return 1;
     }
-    m = msg_alloc(c, len);
+    m = msg_alloc(c, ref ? hlen : len);
     if (!m)
         return 1;
     memcpy(m->data, hdr, hlen);
-    if (plen)
+    if (ref && plen) {
+        m->ref = payload;
+        m->cookie = cookie;
+        c->zc_refs++;
+        c->st.tx_ref_msgs++;
+    } else if (plen) {
         memcpy(m->data + hlen, payload, plen);
+    }
     m->id = c->tx_next_msg++;
     m->len = (uint32_t)len;
     m->hlen = (uint32_t)hlen;
@@ -190,6 +213,69 @@ int pp_send_placed(pp_conn_t *c, const void *hdr, size_t hlen, const void *paylo
     return 0;
 }
 
+int pp_send_placed(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen,
+                   uint64_t place_id, uint64_t place_off)
+{
+    return msg_queue(c, hdr, hlen, payload, plen, place_id, place_off, 0, 0);
+}
+
+int pp_send_ref(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen,
+                uint64_t place_id, uint64_t place_off, uint64_t cookie)
+{
+    return msg_queue(c, hdr, hlen, payload, plen, place_id, place_off, 1, cookie);
+}
+
+int pp_zc_ready(const pp_conn_t *c) { return c->zc_done || (c->failed && c->zc_refs); }
+
+int pp_zc_reap(pp_conn_t *c, pp_zc_t *out, int max)
+{
+    int n = 0;
+    while (n < max && c->zc_done) {
+        pp_msg_t *m = c->zc_done;
+        c->zc_done = m->next;
+        if (!c->zc_done)
+            c->zc_done_tail = NULL;
+        out[n++] = (pp_zc_t){m->cookie, 0};
+        msg_destroy(m);
+    }
+    /* Failed: nothing is sent again (pp_tx_next), so every buffer is free. */
+    for (pp_msg_t *m = c->tx_head; c->failed && c->zc_refs && m && n < max; m = m->next)
+        if (m->ref && !m->ref_owned) {
+            out[n++] = (pp_zc_t){m->cookie, 1};
+            m->ref = NULL;
+            c->zc_refs--;
+        }
+    return n;
+}
+
+int pp_zc_detach(pp_conn_t *c, uint64_t cookie)
+{
+    pp_msg_t **pm = &c->zc_done, *last = NULL;
+    for (pp_msg_t *m = c->tx_head; m; m = m->next) {
+        uint8_t *copy;
+        if (!m->ref || m->ref_owned || m->cookie != cookie)
+            continue;
+        if (!(copy = malloc(m->len - m->hlen)))
+            return -1;
+        memcpy(copy, m->ref, m->len - m->hlen);
+        m->ref = copy;
+        m->ref_owned = 1;
+        c->zc_refs--;
+    }
+    while (*pm) {   /* acknowledged already: not reported either */
+        pp_msg_t *m = *pm;
+        if (m->cookie == cookie) {
+            *pm = m->next;
+            msg_destroy(m);
+            continue;
+        }
+        last = m;
+        pm = &m->next;
+    }
+    c->zc_done_tail = last;
+    return 0;
+}
+
 static void fill_common(pp_conn_t *c, pp_hdr_t *h, int type, int path, uint64_t now)
 {
     h->magic = PP_MAGIC;
@@ -201,6 +287,27 @@ static void fill_common(pp_conn_t *c, pp_hdr_t *h, int type, int path, uint64_t 
     h->dst = c->cfg.peer;
     h->epoch = c->cfg.my_epoch;
     h->ts = now_us(now);
+}
+
+/* The message bytes [off, off + len) as one or two pieces: a referenced
+ * message keeps its header apart from the payload. */
+static void out_bytes(const pp_msg_t *m, uint32_t off, uint32_t len, pp_out_t *out)
+{
+    uint32_t h = off < m->hlen ? m->hlen - off : 0;
+    out->payload2 = NULL;
+    out->len2 = 0;
+    if (!m->ref || h >= len) {
+        out->payload = m->data + off;
+        out->len = len;
+    } else if (h == 0) {
+        out->payload = m->ref + (off - m->hlen);
+        out->len = len;
+    } else {
+        out->payload = m->data + off;
+        out->len = h;
+        out->payload2 = m->ref;
+        out->len2 = len - h;
+    }
 }
 
 static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, uint64_t now, pp_out_t *out)
@@ -221,8 +328,7 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, uint64_t n
     d.hlen = (uint8_t)p->msg->hlen;
     memcpy(out->hdr, &d, sizeof d);
     out->hdr_len = sizeof d;
-    out->payload = p->msg->data + p->off;
-    out->len = p->len;
+    out_bytes(p->msg, p->off, p->len, out);
     out->path = p->path;
 }
 
@@ -349,6 +455,16 @@ static void msg_acked(pp_conn_t *c, pp_msg_t *m, uint32_t len)
     if (c->tx_cut == m)
         c->tx_cut = m->next;
     c->tx_buffered -= m->len;
+    if (m->ref && !m->ref_owned) {   /* the caller's buffer is free: report it */
+        c->zc_refs--;
+        m->next = NULL;
+        if (c->zc_done_tail)
+            c->zc_done_tail->next = m;
+        else
+            c->zc_done = m;
+        c->zc_done_tail = m;
+        return;
+    }
     msg_free(c, m);
 }
 
@@ -836,8 +952,8 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     sack_fill(c, a.cum, a.sack);
     memcpy(out->hdr, &a, sizeof a);
     out->hdr_len = sizeof a;
-    out->payload = NULL;
-    out->len = 0;
+    out->payload = out->payload2 = NULL;
+    out->len = out->len2 = 0;
     out->path = a.h.path;
     c->ack_pending = 0;
     c->st.acks_tx++;

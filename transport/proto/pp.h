@@ -125,6 +125,7 @@ typedef struct {
     uint64_t rx_discarded;                   /* placed bytes outside any exposed region: dropped */
     uint64_t spurious;                       /* duplicates the peer reported (our needless retx) */
     uint64_t rto_floor_ns;                   /* the RTO floor as adapted to spurious timeouts */
+    uint64_t tx_ref_msgs;                    /* messages sent from the caller's buffer (zero copy) */
 } pp_stats_t;
 
 /* ------------------------------------------------------ configuration */
@@ -221,6 +222,13 @@ typedef struct pp_msg {
     int      placed;     /* the payload goes to the receiver's region place_id (data: header only) */
     uint64_t place_id, place_off;
     uint8_t *data;       /* the message bytes (ptl header, then payload) */
+    /* Sender, referenced message (pp_send_ref): data holds the ptl header
+     * only, the payload is read from ref (the caller's buffer) until the
+     * last byte is acknowledged; then cookie is reported by pp_zc_reap.
+     * ref_owned: a copy made by pp_zc_detach, freed with the message. */
+    const uint8_t *ref;
+    uint64_t cookie;
+    int      ref_owned;
 } pp_msg_t;
 
 enum { PP_PK_FREE = 0, PP_PK_INFLIGHT, PP_PK_LOST, PP_PK_SACKED };
@@ -313,15 +321,23 @@ struct pp_conn {
      * malloc is a fresh mmap, and its page faults cost more than the copy. */
     pp_msg_t *cache[PP_MSG_CACHE];
     int       ncache;
+
+    /* referenced messages (pp_send_ref) */
+    pp_msg_t *zc_done, *zc_done_tail;   /* fully acknowledged, cookie not yet reaped */
+    uint32_t  zc_refs;                  /* in tx_head.. still reading a caller's buffer */
 };
 
 /* A packet the datapath should transmit: hdr (hdr_len bytes) followed by
- * payload (len bytes, may point into a message), on path `path`. */
+ * payload (len bytes, may point into a message), then payload2 (len2 bytes,
+ * 0 but for the first packet of a referenced message: its ptl header is in
+ * the message, the payload in the caller's buffer), on path `path`. */
 typedef struct {
     uint8_t     hdr[PP_ACK_LEN > PP_DATA_HDR ? PP_ACK_LEN : PP_DATA_HDR];
     size_t      hdr_len;
     const void *payload;
     size_t      len;
+    const void *payload2;
+    size_t      len2;
     int         path;
 } pp_out_t;
 
@@ -336,6 +352,27 @@ int  pp_send(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, si
  * the message: pp_deliver's message then holds the header only. */
 int  pp_send_placed(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen,
                     uint64_t place_id, uint64_t place_off);
+/* Zero copy: as pp_send_placed (place_id UINT64_MAX: not placed), but the
+ * payload (plen > 0) is referenced, not copied: it must stay unchanged
+ * until pp_zc_reap reports cookie. It counts against tx_buf_max like a copy. */
+int  pp_send_ref(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen,
+                 uint64_t place_id, uint64_t place_off, uint64_t cookie);
+/* A referenced message whose buffer the protocol no longer reads. */
+typedef struct {
+    uint64_t cookie;
+    int      failed;   /* 0: every byte acknowledged; 1: the connection failed */
+} pp_zc_t;
+/* Fills up to max finished referenced messages into out; returns how many.
+ * After a failure every referenced message is reported (failed), once, and
+ * its buffer never read again. */
+int  pp_zc_reap(pp_conn_t *c, pp_zc_t *out, int max);
+/* 1 when pp_zc_reap has something to report. */
+int  pp_zc_ready(const pp_conn_t *c);
+/* The caller withdraws cookie's buffer early (a cancelled send): the
+ * unacknowledged messages naming it get a private copy of their payload
+ * and are never reported. 0, or -1 when out of memory (nothing changed
+ * for the messages not yet copied). */
+int  pp_zc_detach(pp_conn_t *c, uint64_t cookie);
 /* The next packet to transmit now (retransmission first), or 0: none now. */
 int  pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out);
 /* The ACK to send if one is owed (after a batch of received packets), or 0. */

@@ -31,6 +31,11 @@
  * Large DATA frames of pt2pt go with send_placed: the receiver exposed the
  * destination buffer (expose), so the protocol places each packet's payload
  * there at its offset and hands up only the header (payload NULL).
+ * From PLAIT_UDP_ZCOPY_MIN bytes they go with send_placed_zc: the protocol
+ * message references the sender's buffer (no copy; packets are gathered from
+ * it by sendmmsg), and pt2pt's send completes when zc_reap reports the
+ * message acknowledged. Whoever sees a referenced message finish (an ACK, a
+ * failure) raises zc_ready and wakes the application threads.
  *
  * Addresses: a PMIx card {magic, epoch, MTU, IPv4 addresses, P ports}. The
  * epoch is this process's random incarnation number; packets carry it, so
@@ -102,11 +107,12 @@ typedef struct {
 
 typedef struct udp udp_t;
 
-/* Transmit scratch: a batch of packets, their iovecs (header, payload) and
- * the messages (datagrams or GSO runs) built from them. */
+/* Transmit scratch: a batch of packets, their iovecs (header, payload in
+ * up to two pieces) and the messages (datagrams or GSO runs) built from them. */
+#define UDP_IOV 3
 typedef struct {
     pp_out_t       out[UDP_BATCH];
-    struct iovec   iov[UDP_BATCH][2];
+    struct iovec   iov[UDP_BATCH][UDP_IOV];
     struct mmsghdr m[UDP_BATCH];
     char           ctl[UDP_BATCH][CMSG_SPACE(sizeof(uint16_t))];
     int            mpath[UDP_BATCH], mfirst[UDP_BATCH], mcount[UDP_BATCH];
@@ -148,6 +154,7 @@ struct udp {
     udp_peer_t    *peers;                    /* by world rank */
     udp_engine_t   eng[UDP_MAX_ENG];
     _Atomic int    stop, rx_ready;
+    _Atomic int    zc_ready;                 /* some connection has zero-copy sends to report */
     _Atomic int    gso;                      /* UDP_SEGMENT works (cleared on refusal) */
     _Atomic uint64_t caller_ns;              /* last time an application thread polled */
     _Atomic uint64_t st_syscalls, st_sleeps; /* datapath counters (PLAIT_STATS) */
@@ -494,10 +501,10 @@ static void udp_kick(udp_t *u, int e)
  * the whole within one IP datagram. */
 static int udp_gso_run(const udp_txb_t *b, int i, int n)
 {
-    size_t seg = b->out[i].hdr_len + b->out[i].len, total = seg;
+    size_t seg = b->out[i].hdr_len + b->out[i].len + b->out[i].len2, total = seg;
     int k = 1;
     while (i + k < n && k < UDP_GSO_SEGS && b->out[i + k].path == b->out[i].path) {
-        size_t l = b->out[i + k].hdr_len + b->out[i + k].len;
+        size_t l = b->out[i + k].hdr_len + b->out[i + k].len + b->out[i + k].len2;
         if (l > seg || total + l > UDP_GSO_BYTES)
             break;
         total += l;
@@ -517,7 +524,7 @@ static void udp_msg_build(udp_txb_t *b, udp_peer_t *p, int m, int i, int k)
     h->msg_name = &p->dst[path];
     h->msg_namelen = sizeof p->dst[path];
     h->msg_iov = b->iov[i];
-    h->msg_iovlen = (size_t)(2 * k);
+    h->msg_iovlen = (size_t)(UDP_IOV * k);
     b->mpath[m] = path;
     if (k > 1) {
         struct cmsghdr *cm;
@@ -527,7 +534,8 @@ static void udp_msg_build(udp_txb_t *b, udp_peer_t *p, int m, int i, int k)
         cm->cmsg_level = SOL_UDP;
         cm->cmsg_type = UDP_SEGMENT;
         cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-        *(uint16_t *)(void *)CMSG_DATA(cm) = (uint16_t)(b->out[i].hdr_len + b->out[i].len);
+        *(uint16_t *)(void *)CMSG_DATA(cm) =
+            (uint16_t)(b->out[i].hdr_len + b->out[i].len + b->out[i].len2);
     }
 }
 
@@ -545,6 +553,8 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
         b->iov[i][0].iov_len = o->hdr_len;
         b->iov[i][1].iov_base = (void *)o->payload;
         b->iov[i][1].iov_len = o->len;
+        b->iov[i][2].iov_base = (void *)o->payload2;   /* empty but for a split packet */
+        b->iov[i][2].iov_len = o->len2;
     }
     for (int i = 0; i < b->n;) {
         int k = atomic_load_explicit(&u->gso, memory_order_relaxed) ? udp_gso_run(b, i, b->n) : 1;
@@ -565,7 +575,7 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
             prt_log(PRT_LOG_DEBUG, "udp: UDP_SEGMENT refused (%s): no GSO", strerror(errno));
             for (int j = b->mfirst[m]; j < b->mfirst[m] + b->mcount[m]; j++) {
                 struct msghdr h = {.msg_name = &p->dst[path], .msg_namelen = sizeof p->dst[path],
-                                   .msg_iov = b->iov[j], .msg_iovlen = 2};
+                                   .msg_iov = b->iov[j], .msg_iovlen = UDP_IOV};
                 if (sendmsg(u->fds[path], &h, MSG_DONTWAIT) < 0)
                     break;
             }
@@ -587,8 +597,11 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, int r, uint64_t now)
     udp_txb_t *b = g->txb;
     int sent = 0, wake = 0;
     pthread_mutex_lock(&p->lock);
-    if (pp_poll(&p->conn, now))
+    if (pp_poll(&p->conn, now)) {
         wake = 1;   /* failed: let blocked callers see it */
+        if (pp_zc_ready(&p->conn))
+            atomic_store(&u->zc_ready, 1);
+    }
     for (;;) {
         b->n = 0;
         while (b->n < UDP_BATCH && pp_tx_next(&p->conn, now, &b->out[b->n]))
@@ -644,7 +657,12 @@ static void udp_rx_pkt(udp_t *u, const uint8_t *pkt, size_t len, uint64_t now, i
     pthread_mutex_lock(&p->lock);
     pp_rx(&p->conn, now, pkt, len);
     if (pp_deliver_ready(&p->conn))
-        *ready = 1;
+        *ready |= 1;
+    if (type == PP_T_ACK && pp_zc_ready(&p->conn) && !atomic_load_explicit(&u->zc_ready,
+                                                                            memory_order_relaxed)) {
+        atomic_store(&u->zc_ready, 1);
+        *ready |= 2;   /* a sender may sleep on its send request */
+    }
     pthread_mutex_unlock(&p->lock);
     if (type == PP_T_DATA) {
         int k = 0;
@@ -736,7 +754,7 @@ static int udp_pass(udp_t *u, udp_engine_t *g, int *ready)
     for (int r = g->id; r < u->job->size; r += u->neng)
         if (u->peers[r].up)
             work += udp_tx_peer(u, g, r, now);
-    if (*ready)
+    if (*ready & 1)
         atomic_store(&u->rx_ready, 1);
     return work;
 }
@@ -839,13 +857,15 @@ static int udp_drive(udp_t *u, int e)
     return work;
 }
 
+/* Queues a frame (referenced when cookie is nonzero and the payload is
+ * large enough: then PTL_PENDING) and transmits what it can right away. */
 static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, const void *payload,
-                        size_t plen, uint64_t place_id, uint64_t place_off)
+                        size_t plen, uint64_t place_id, uint64_t place_off, uint64_t cookie)
 {
     udp_t *u = udp_of(tl);
     udp_peer_t *p = &u->peers[dst];
     udp_engine_t *g;
-    int rc;
+    int rc, ref;
     if (!p->up)
         return prt_err(PLAIT_ERR_INTERNAL, "udp: no connection to rank %d", dst);
     pthread_mutex_lock(&p->lock);
@@ -853,7 +873,9 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
         pthread_mutex_unlock(&p->lock);
         return prt_err(PLAIT_ERR_PEER, "udp: %s", p->conn.why);
     }
-    rc = pp_send_placed(&p->conn, hdr, hlen, payload, plen, place_id, place_off);
+    ref = cookie && u->cfg.udp_zcopy_min && plen >= u->cfg.udp_zcopy_min;
+    rc = ref ? pp_send_ref(&p->conn, hdr, hlen, payload, plen, place_id, place_off, cookie)
+             : pp_send_placed(&p->conn, hdr, hlen, payload, plen, place_id, place_off);
     pthread_mutex_unlock(&p->lock);
     if (rc < 0)
         return prt_err(PLAIT_ERR_INTERNAL, "udp: frame of %zu+%zu bytes too large", hlen, plen);
@@ -869,13 +891,13 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
     } else {
         udp_kick(u, g->id);
     }
-    return 0;
+    return ref ? PTL_PENDING : PLAIT_OK;
 }
 
 static int udp_send(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, const void *payload,
                     size_t plen)
 {
-    return udp_send_any(tl, dst, hdr, hlen, payload, plen, UINT64_MAX, 0);
+    return udp_send_any(tl, dst, hdr, hlen, payload, plen, UINT64_MAX, 0, 0);
 }
 
 /* The payload lands straight in the region the receiver exposed as id:
@@ -886,7 +908,60 @@ static int udp_send_placed(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen,
     if (id == UINT64_MAX)
         return prt_err(PLAIT_ERR_INTERNAL, "udp: placement id %llu is reserved",
                        (unsigned long long)id);
-    return udp_send_any(tl, dst, hdr, hlen, payload, plen, id, off);
+    return udp_send_any(tl, dst, hdr, hlen, payload, plen, id, off, 0);
+}
+
+/* The same without the copy from PLAIT_UDP_ZCOPY_MIN bytes (PTL_PENDING). */
+static int udp_send_placed_zc(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen,
+                              const void *payload, size_t plen, uint64_t id, uint64_t off,
+                              uint64_t cookie)
+{
+    if (id == UINT64_MAX || cookie == 0)
+        return prt_err(PLAIT_ERR_INTERNAL, "udp: placement id %llu or cookie 0 is reserved",
+                       (unsigned long long)id);
+    return udp_send_any(tl, dst, hdr, hlen, payload, plen, id, off, cookie);
+}
+
+/* Reports the zero-copy sends every connection finished (acknowledged, or
+ * failed); done runs without any udp lock held. */
+static int udp_zc_reap(ptl_tl_t *tl, ptl_zc_fn done, void *ctx)
+{
+    udp_t *u = udp_of(tl);
+    int total = 0;
+    if (!u->peers || !atomic_load_explicit(&u->zc_ready, memory_order_relaxed) ||
+        !atomic_exchange(&u->zc_ready, 0))
+        return 0;
+    for (int r = 0; r < u->job->size; r++) {
+        udp_peer_t *p = &u->peers[r];
+        pp_zc_t z[32];
+        int n;
+        if (!p->up)
+            continue;
+        do {
+            pthread_mutex_lock(&p->lock);
+            n = pp_zc_reap(&p->conn, z, 32);
+            pthread_mutex_unlock(&p->lock);
+            for (int i = 0; i < n; i++)
+                done(ctx, z[i].cookie, z[i].failed ? prt_err(PLAIT_ERR_TRANSPORT, "udp: %s",
+                                                               p->conn.why) : PLAIT_OK);
+            total += n;
+        } while (n == 32);
+    }
+    return total;
+}
+
+static int udp_zc_detach(ptl_tl_t *tl, int peer, uint64_t cookie)
+{
+    udp_t *u = udp_of(tl);
+    udp_peer_t *p = &u->peers[peer];
+    int rc;
+    if (!p->up)
+        return PLAIT_OK;
+    pthread_mutex_lock(&p->lock);
+    rc = pp_zc_detach(&p->conn, cookie);
+    pthread_mutex_unlock(&p->lock);
+    return rc == 0 ? PLAIT_OK : prt_err(PLAIT_ERR_NOMEM, "udp: no memory to copy a withdrawn "
+                                        "send buffer");
 }
 
 static int udp_expose(ptl_tl_t *tl, int peer, uint64_t id, void *buf, size_t len)
@@ -1069,7 +1144,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
         fprintf(f, "  conn %d->%d: tx %llu msgs %llu B %llu pkts %llu chunks; rx %llu msgs %llu B "
                 "%llu pkts; retx fast %llu timeout %llu; loss events %llu; acks tx %llu rx %llu; "
                 "srtt %.1f us min %.1f us; cwnd %llu B; blocked %llu; peer saw %llu duplicates; "
-                "rto floor %.0f us; placed %llu B, discarded %llu B\n", u->job->rank, r,
+                "rto floor %.0f us; placed %llu B, discarded %llu B; zero-copy %llu msgs\n",
+                u->job->rank, r,
                 (unsigned long long)s.tx_msgs, (unsigned long long)s.tx_bytes,
                 (unsigned long long)s.tx_pkts, (unsigned long long)s.tx_chunks,
                 (unsigned long long)s.rx_msgs, (unsigned long long)s.rx_bytes,
@@ -1078,7 +1154,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 (unsigned long long)s.acks_tx, (unsigned long long)s.acks_rx, s.srtt_ns / 1e3,
                 s.min_rtt_ns / 1e3, (unsigned long long)s.cwnd, (unsigned long long)s.tx_blocked,
                 (unsigned long long)s.spurious, s.rto_floor_ns / 1e3,
-                (unsigned long long)s.rx_placed, (unsigned long long)s.rx_discarded);
+                (unsigned long long)s.rx_placed, (unsigned long long)s.rx_discarded,
+                (unsigned long long)s.tx_ref_msgs);
         for (int d = 0; d < PP_DROP_N; d++)
             if (s.drops[d])
                 fprintf(f, "    drop %s: %llu\n", pp_drop_name(d), (unsigned long long)s.drops[d]);
@@ -1111,6 +1188,9 @@ const ptl_ops_t ptl_udp_ops = {
     .expose = udp_expose,
     .unexpose = udp_unexpose,
     .send_placed = udp_send_placed,
+    .send_placed_zc = udp_send_placed_zc,
+    .zc_reap = udp_zc_reap,
+    .zc_detach = udp_zc_detach,
 };
 
 static int udp_usable(char *why, size_t len)

@@ -1,0 +1,127 @@
+/*
+ * udp_reuse -- a send buffer is the caller's again the moment its send
+ * completes. Each rank sends windows of large messages (around
+ * PLAIT_UDP_ZCOPY_MIN and across several transport frames) to rank+1 and
+ * receives from rank-1; as soon as plait_wait returns for a send, its buffer
+ * is overwritten. A transport that still read it after completion (zero
+ * copy: unsent or retransmitted packets) would deliver the overwrite, which
+ * the receiver's check of the seeded random bytes catches.
+ * Some rounds post their receives late, so sends wait on the rendezvous.
+ *
+ * udp_reuse giveup (2 ranks, PLAIT_UDP_GIVE_UP small): rank 1 stops itself
+ * (SIGSTOP) while rank 0's large send is in flight; rank 0's plait_wait must
+ * return PLAIT_ERR_TRANSPORT once the transport gives up (not hang); it says
+ * so, kills rank 1 and exits 3 (only finalize/abort are promised then).
+ */
+#include "../integration/common.h"
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WIN 4
+
+static const size_t sizes[] = {
+    65535, 65536, 65537, 300001, (1u << 20) - 64, (1u << 20) + 17, 3 * (1u << 20) + 5,
+};
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* One round: WIN messages each way; k-th size of the round from the list. */
+static void round_trip(int rank, int size, int round, unsigned char **sbuf, unsigned char **rbuf)
+{
+    int dst = (rank + 1) % size, src = (rank + size - 1) % size;
+    plait_request_t sreq[WIN], rreq[WIN];
+    size_t len[WIN], rlen[WIN];
+    for (int k = 0; k < WIN; k++) {
+        len[k] = sizes[(size_t)(round * WIN + k + rank) % NSIZES];
+        rlen[k] = sizes[(size_t)(round * WIN + k + src) % NSIZES];
+        t_fill(sbuf[k], len[k], t_key(7, (uint64_t)rank, (uint64_t)round, (uint64_t)k));
+        t_poison(rbuf[k], rlen[k] + T_GUARD);
+    }
+    if (round % 3 == 1 && rank % 2 == 0)
+        pause_ms(20);   /* late receives: the peer's sends wait for the CTS */
+    for (int k = 0; k < WIN; k++)
+        CHECK_RC(plait_irecv(rbuf[k], rlen[k], PLAIT_BYTE, src, k, plait_comm_world(), &rreq[k]));
+    for (int k = 0; k < WIN; k++)
+        CHECK_RC(plait_isend(sbuf[k], len[k], PLAIT_BYTE, dst, k, plait_comm_world(), &sreq[k]));
+    for (int k = 0; k < WIN; k++) {
+        CHECK_RC(plait_wait(&sreq[k], NULL));
+        memset(sbuf[k], 0x5a, len[k]);   /* the buffer is ours again: scribble */
+    }
+    for (int k = 0; k < WIN; k++) {
+        plait_status_t st;
+        CHECK_RC(plait_wait(&rreq[k], &st));
+        CHECK(st.bytes == rlen[k], "round %d message %d: %zu bytes, expected %zu", round, k,
+              st.bytes, rlen[k]);
+        CHECK_RECV(rbuf[k], rlen[k], rlen[k],
+                   t_key(7, (uint64_t)src, (uint64_t)round, (uint64_t)k),
+                   "round %d message %d from rank %d", round, k, src);
+    }
+}
+
+/* The giveup mode: see the header. */
+static void give_up(int rank)
+{
+    size_t len = 64u << 20;
+    unsigned char *buf = t_malloc(len), go = 1;
+    plait_request_t req;
+    int pid = getpid(), rc;
+    t_case = "giveup: the receiver stops mid-message";
+    memset(buf, 0x11, len);
+    if (rank == 1) {
+        CHECK_RC(plait_send(&pid, sizeof pid, PLAIT_BYTE, 0, 50, plait_comm_world()));
+        CHECK_RC(plait_irecv(buf, len, PLAIT_BYTE, 0, 51, plait_comm_world(), &req));
+        CHECK_RC(plait_recv(&go, 1, PLAIT_BYTE, 0, 52, plait_comm_world(), NULL));
+        /* 2 ms of progress: the CTS goes out (this thread transmits), some
+         * data comes in; 64 MiB take far longer on any loopback */
+        for (double t0 = plait_wtime(); plait_wtime() - t0 < 0.002;) {
+            int done;
+            CHECK_RC(plait_test(&req, &done, NULL));
+            CHECK(!done, "64 MiB arrived within 2 ms: nothing left to stop");
+        }
+        raise(SIGSTOP);
+        FAIL("continued after SIGSTOP");
+    }
+    CHECK_RC(plait_recv(&pid, sizeof pid, PLAIT_BYTE, 1, 50, plait_comm_world(), NULL));
+    CHECK_RC(plait_isend(buf, len, PLAIT_BYTE, 1, 51, plait_comm_world(), &req));
+    CHECK_RC(plait_send(&go, 1, PLAIT_BYTE, 1, 52, plait_comm_world()));
+    rc = plait_wait(&req, NULL);
+    memset(buf, 0, len);   /* the buffer is ours again whatever the outcome */
+    fprintf(stderr, "rank 0: send to a stopped rank: %s (%s)\n",
+            rc == PLAIT_ERR_TRANSPORT ? "PLAIT_ERR_TRANSPORT" : "another result",
+            plait_last_error());
+    kill(pid, SIGKILL);
+    exit(rc == PLAIT_ERR_TRANSPORT ? 3 : 1);
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, rounds;
+    unsigned char *sbuf[WIN], *rbuf[WIN];
+    size_t max = 3 * (1u << 20) + 5;
+    t_init(&rank, &size);
+    if (argc > 1 && strcmp(argv[1], "giveup") == 0 && size == 2)
+        give_up(rank);
+    rounds = t_quick() ? 2 * (int)NSIZES : 6 * (int)NSIZES;
+    for (int k = 0; k < WIN; k++) {
+        sbuf[k] = t_malloc(max);
+        rbuf[k] = t_malloc(max + T_GUARD);
+    }
+    t_case = "send buffer reused right after plait_wait";
+    for (int r = 0; r < rounds; r++)
+        round_trip(rank, size, r, sbuf, rbuf);
+    for (int k = 0; k < WIN; k++) {
+        free(sbuf[k]);
+        free(rbuf[k]);
+    }
+    if (rank == 0)
+        printf("udp_reuse: %d rounds of %d messages each way intact\n", rounds, WIN);
+    t_finalize();
+    return 0;
+}
