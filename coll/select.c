@@ -270,8 +270,8 @@ void pcoll_selection_print(FILE *f)
                 pcoll_algo_name(rl->coll, rl->algo),
                 setting[rl->coll] ? setting[rl->coll] : "-");
     }
-    fprintf(f, "  one host, blocking, nothing forced, per-rank contribution <= PLAIT_COLL_SHM_SMALL "
-               "(2 ranks: <= 1K): flags on a shared-memory area, no messages (shm_small), before "
+    fprintf(f, "  one host, blocking, nothing forced, bytes per rank (allgather: all) <= PLAIT_COLL_SHM_SMALL "
+               "(2 ranks: <= 16K): flags on a shared-memory area, no messages (shm_small), before "
                "any row\n");
     fprintf(f, "  2 ranks, blocking, nothing forced: bcast <= 64K, allreduce and reduce_scatter "
                "<= 8K, allgather <= 32K, alltoall <= 64K run as one direct exchange (pair)\n");

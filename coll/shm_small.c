@@ -44,9 +44,10 @@
  * Results: every reduction runs in rank order 0..n-1, lower rank the left
  * operand, over the slots (own input copied there too: in place works), then
  * pcoll_scale for AVG: the same operations on every rank, bitwise identical.
- * allreduce: every rank reduces the whole vector (one phase: at these sizes
+ * allreduce: every rank reduces the whole vector (one phase: for a few KiB
  * the second synchronisation of a reduce-scatter + allgather costs more than
- * n - 1 reductions of a few KiB); reduce: the root does; reduce_scatter: each
+ * n - 1 reductions), above AREA_AR_ONE_PHASE each rank reduces one slice and
+ * publishes it in a second area call (area_allreduce_2phase); reduce: the root does; reduce_scatter: each
  * its block of everyone's n blocks; alltoall: block r of every peer's slot;
  * allgather / gather / bcast / scatter: copies.
  *
@@ -82,10 +83,18 @@
 #define AREA_SLOT_MAX  ((size_t)1 << 20)     /* per slot, whatever PLAIT_COLL_SHM_SMALL says */
 #define AREA_ALIVE_NS  100000000ull          /* look for dead peers every 100 ms of waiting */
 #define AREA_SLEEP_US  2000                  /* one bell sleep; publishers wake it earlier */
-/* Two ranks: above this the direct exchange of coll/pair.c is as fast or
- * faster (measured, 2 ranks on 2 cores: the area wins clearly up to 64 B,
- * ties from 256 B to 1 KiB, loses 5-20% from 2 KiB). */
-#define AREA_PAIR_MAX  ((size_t)1 << 10)
+/* Two ranks: above this the direct exchange of coll/pair.c is used where it
+ * applies. On 2 cores the area won clearly up to 64 B, tied from 256 B to
+ * 1 KiB and lost 5-20% from 2 KiB; on the 16-core machine (not
+ * oversubscribed, bound to cores) it won at 1-8 KiB for every collective and
+ * at 16 KiB for allgather and reduce_scatter, where pair.c fell behind Open
+ * MPI (allgather 16-32 KiB), and lost 10-30% at 16-64 KiB for allreduce,
+ * alltoall and bcast. */
+#define AREA_PAIR_MAX  ((size_t)16 << 10)
+/* Allreduce reduces the whole vector on every rank while b * (n - 2) stays
+ * below this; above, slices (two area calls). 16-core machine: one phase at 8
+ * ranks x 16 KiB was slower than Open MPI, and at 4 ranks x 64 KiB. */
+#define AREA_AR_ONE_PHASE ((size_t)16 << 10)
 
 enum { AREA_UNSET = 0, AREA_READY, AREA_NONE };
 enum { AREA_WAIT_ALL = -1, AREA_WAIT_NONE = -2 };
@@ -156,6 +165,7 @@ static size_t area_bytes(const pcoll_args_t *a, int n)
     size_t b = a->count * a->es;
     switch (a->coll) {
     case PCOLL_REDUCE_SCATTER: case PCOLL_ALLTOALL: case PCOLL_SCATTER:
+    case PCOLL_ALLGATHER:   /* the whole result: every rank copies all n blocks out */
         return b * (size_t)n;
     case PCOLL_BARRIER:
         return 0;
@@ -523,18 +533,55 @@ static int area_exchange(const area_call_t *c, uint32_t s, const void *src, size
     return PLAIT_OK;
 }
 
-/* dst = x_0 op x_1 op ... op x_{n-1} (left to right), x_p = rank p's slot
- * data + off; AVG divides by n at the end. */
+/* dst = x_0 op x_1 op ... op x_{n-1} (left to right) over cnt elements,
+ * x_p = rank p's slot data + off; AVG divides by n at the end. */
+static void area_reduce_n(const area_call_t *c, const pcoll_args_t *a, uint32_t s, void *dst,
+                          size_t off, size_t cnt)
+{
+    int n = c->comm->size;
+    if (cnt == 0)
+        return;
+    pcoll_reduce(dst, area_data(area_slot(c->A, 0, s)) + off,
+                 area_data(area_slot(c->A, 1, s)) + off, cnt, a->dt, a->op);
+    for (int p = 2; p < n; p++)
+        pcoll_reduce(dst, dst, area_data(area_slot(c->A, p, s)) + off, cnt, a->dt, a->op);
+    if (a->op == PLAIT_AVG)
+        pcoll_scale(dst, cnt, a->dt, n);
+}
+
 static void area_reduce(const area_call_t *c, const pcoll_args_t *a, uint32_t s, void *dst,
                         size_t off)
 {
-    int n = c->comm->size;
-    pcoll_reduce(dst, area_data(area_slot(c->A, 0, s)) + off,
-                 area_data(area_slot(c->A, 1, s)) + off, a->count, a->dt, a->op);
-    for (int p = 2; p < n; p++)
-        pcoll_reduce(dst, dst, area_data(area_slot(c->A, p, s)) + off, a->count, a->dt, a->op);
-    if (a->op == PLAIT_AVG)
-        pcoll_scale(dst, a->count, a->dt, n);
+    area_reduce_n(c, a, s, dst, off, a->count);
+}
+
+/*
+ * Two-phase allreduce, for vectors where n reductions of the whole vector by
+ * every rank cost more than one more synchronisation: call s publishes the
+ * input; rank r reduces slice r (pcoll_blk_off / pcoll_blk_cnt) over all
+ * slots in rank order into its recvbuf (in place is safe: the input is in
+ * the slot); call s + 1 publishes that slice; every rank copies the other
+ * slices out. Each element is reduced once, in the same order as the
+ * one-phase path: every rank holds bitwise the same bytes.
+ */
+static int area_allreduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+{
+    int n = c->comm->size, r = c->comm->rank, rc;
+    size_t b = a->count * a->es, es = a->es;
+    size_t off = pcoll_blk_off(a->count, n, r) * es, cnt = pcoll_blk_cnt(a->count, n, r);
+    char *R = a->rbuf;
+    uint32_t s2;
+    if ((rc = area_exchange(c, s, a->sbuf, b, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+        return rc;
+    area_reduce_n(c, a, s, R + off, off, cnt);
+    s2 = ++c->A->seq;
+    if ((rc = area_exchange(c, s2, R + off, cnt * es, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+        return rc;
+    for (int p = 0; p < n; p++)
+        if (p != r)
+            memcpy(R + pcoll_blk_off(a->count, n, p) * es, area_data(area_slot(c->A, p, s2)),
+                   pcoll_blk_cnt(a->count, n, p) * es);
+    return PLAIT_OK;
 }
 
 static int area_rooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
@@ -589,6 +636,8 @@ static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s
     case PCOLL_BARRIER:
         return area_exchange(c, s, NULL, 0, 0, 0, AREA_WAIT_ALL);
     case PCOLL_ALLREDUCE:
+        if (n >= 3 && b * (size_t)(n - 2) > AREA_AR_ONE_PHASE)
+            return area_allreduce_2phase(c, a, s);
         if ((rc = area_exchange(c, s, S, b, b, 0, AREA_WAIT_ALL)) == PLAIT_OK)
             area_reduce(c, a, s, R, 0);
         return rc;

@@ -105,9 +105,10 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "alltoall algorithm; alltoallv follows it (bruck: pairwise there, shm: scattered)", CFG_AT(alltoall_algo)},
     {"PLAIT_REDUCE_ISA", PRT_CFG_ENUM, "auto", "auto|scalar|avx2|avx512",
      "reduction kernels (auto: the widest this CPU has; all give bitwise-equal results)", CFG_AT(reduce_isa)},
-    {"PLAIT_COLL_SHM_SMALL", PRT_CFG_SIZE, "16K", NULL,
-     "blocking collectives of a one-host communicator whose per-rank contribution is at most this "
-     "many bytes run on a shared-memory area with flags, no messages (0 = off; at most 1M)",
+    {"PLAIT_COLL_SHM_SMALL", PRT_CFG_SIZE, "64K", NULL,
+     "blocking collectives of a one-host communicator that move at most this many bytes per rank "
+     "(allgather: the whole result) run on a shared-memory area with flags, no messages "
+     "(0 = off; at most 1M)",
      CFG_AT(coll_shm_small)},
 };
 
