@@ -117,37 +117,47 @@ int pcoll_allreduce_rd(pcoll_sched_t *sc, const pcoll_args_t *a)
  * Allgather, step k = 0 .. n-2: rank r sends block (r + 1 - k) to r + 1 and
  * receives block (r - k) from r - 1 straight into place.
  */
+/* The ring above over m members: member i is comm rank g[i] (g NULL: rank
+ * i), this rank is member gi; buf holds its vector and gets the result.
+ * scale: divide each reduced block for AVG between the two phases (the
+ * two-level allreduce divides once at the end instead). */
+void pcoll_ring_allreduce(pcoll_sched_t *sc, const int *g, int m, int gi, char *buf, size_t cnt,
+                          size_t es, int scale)
+{
+    int own = (gi + 1) % m, prev = (gi - 1 + m) % m;
+    int right = g ? g[own] : own, left = g ? g[prev] : prev;
+    char *in = pcoll_sched_tmp(sc, pcoll_blk_cnt(cnt, m, 0) * es);
+    for (int k = 0; k < m - 1; k++) {
+        int sb = (gi - k + m) % m, rb = (gi - k - 1 + 2 * m) % m;
+        char *rblk = buf + pcoll_blk_off(cnt, m, rb) * es;
+        pcoll_sched_send(sc, right, buf + pcoll_blk_off(cnt, m, sb) * es,
+                         pcoll_blk_cnt(cnt, m, sb) * es);
+        pcoll_sched_recv(sc, left, in, pcoll_blk_cnt(cnt, m, rb) * es);
+        pcoll_sched_reduce(sc, rblk, in, rblk, pcoll_blk_cnt(cnt, m, rb));
+        pcoll_sched_end_round(sc);
+    }
+    if (scale) {   /* a round of its own: it must run before the allgather sends the block */
+        pcoll_sched_scale(sc, buf + pcoll_blk_off(cnt, m, own) * es, pcoll_blk_cnt(cnt, m, own));
+        pcoll_sched_end_round(sc);
+    }
+    for (int k = 0; k < m - 1; k++) {
+        int sb = (gi + 1 - k + m) % m, rb = (gi - k + m) % m;
+        pcoll_sched_send(sc, right, buf + pcoll_blk_off(cnt, m, sb) * es,
+                         pcoll_blk_cnt(cnt, m, sb) * es);
+        pcoll_sched_recv(sc, left, buf + pcoll_blk_off(cnt, m, rb) * es,
+                         pcoll_blk_cnt(cnt, m, rb) * es);
+        pcoll_sched_end_round(sc);
+    }
+}
+
 int pcoll_allreduce_ring(pcoll_sched_t *sc, const pcoll_args_t *a)
 {
-    int n = sc->comm->size, r = sc->comm->rank, right = (r + 1) % n, left = (r - 1 + n) % n;
-    size_t es = a->es, cnt = a->count;
-    char *acc = a->rbuf, *in;
+    int n = sc->comm->size;
     ar_prologue(sc, a);
-    if (n == 1) {
-        pcoll_sched_scale(sc, acc, cnt);
-        return sc->err;
-    }
-    in = pcoll_sched_tmp(sc, pcoll_blk_cnt(cnt, n, 0) * es);
-    for (int k = 0; k < n - 1; k++) {
-        int sb = (r - k + n) % n, rb = (r - k - 1 + 2 * n) % n;
-        char *rblk = acc + pcoll_blk_off(cnt, n, rb) * es;
-        pcoll_sched_send(sc, right, acc + pcoll_blk_off(cnt, n, sb) * es,
-                         pcoll_blk_cnt(cnt, n, sb) * es);
-        pcoll_sched_recv(sc, left, in, pcoll_blk_cnt(cnt, n, rb) * es);
-        pcoll_sched_reduce(sc, rblk, in, rblk, pcoll_blk_cnt(cnt, n, rb));
-        pcoll_sched_end_round(sc);
-    }
-    /* a round of its own: it must run before the allgather sends the block */
-    pcoll_sched_scale(sc, acc + pcoll_blk_off(cnt, n, right) * es, pcoll_blk_cnt(cnt, n, right));
-    pcoll_sched_end_round(sc);
-    for (int k = 0; k < n - 1; k++) {
-        int sb = (r + 1 - k + n) % n, rb = (r - k + n) % n;
-        pcoll_sched_send(sc, right, acc + pcoll_blk_off(cnt, n, sb) * es,
-                         pcoll_blk_cnt(cnt, n, sb) * es);
-        pcoll_sched_recv(sc, left, acc + pcoll_blk_off(cnt, n, rb) * es,
-                         pcoll_blk_cnt(cnt, n, rb) * es);
-        pcoll_sched_end_round(sc);
-    }
+    if (n == 1)
+        pcoll_sched_scale(sc, a->rbuf, a->count);
+    else
+        pcoll_ring_allreduce(sc, NULL, n, sc->comm->rank, a->rbuf, a->count, a->es, 1);
     return sc->err;
 }
 

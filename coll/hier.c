@@ -238,32 +238,6 @@ static void hier_group_rd(pcoll_sched_t *sc, const int *g, int m, int gi, char *
     }
 }
 
-/* The same by a ring: reduce-scatter then allgather over m blocks, as
- * pcoll_allreduce_ring (allreduce.c) with group indices. */
-static void hier_group_ring(pcoll_sched_t *sc, const int *g, int m, int gi, char *buf,
-                            size_t cnt, size_t es)
-{
-    int right = g[(gi + 1) % m], left = g[(gi - 1 + m) % m];
-    char *in = pcoll_sched_tmp(sc, pcoll_blk_cnt(cnt, m, 0) * es);
-    for (int k = 0; k < m - 1; k++) {
-        int sb = (gi - k + m) % m, rb = (gi - k - 1 + 2 * m) % m;
-        char *rblk = buf + pcoll_blk_off(cnt, m, rb) * es;
-        pcoll_sched_send(sc, right, buf + pcoll_blk_off(cnt, m, sb) * es,
-                         pcoll_blk_cnt(cnt, m, sb) * es);
-        pcoll_sched_recv(sc, left, in, pcoll_blk_cnt(cnt, m, rb) * es);
-        pcoll_sched_reduce(sc, rblk, in, rblk, pcoll_blk_cnt(cnt, m, rb));
-        pcoll_sched_end_round(sc);
-    }
-    for (int k = 0; k < m - 1; k++) {
-        int sb = (gi + 1 - k + m) % m, rb = (gi - k + m) % m;
-        pcoll_sched_send(sc, right, buf + pcoll_blk_off(cnt, m, sb) * es,
-                         pcoll_blk_cnt(cnt, m, sb) * es);
-        pcoll_sched_recv(sc, left, buf + pcoll_blk_off(cnt, m, rb) * es,
-                         pcoll_blk_cnt(cnt, m, rb) * es);
-        pcoll_sched_end_round(sc);
-    }
-}
-
 static void hier_group_allreduce(pcoll_sched_t *sc, const int *g, int m, int gi, char *buf,
                                  size_t cnt, size_t es)
 {
@@ -272,7 +246,7 @@ static void hier_group_allreduce(pcoll_sched_t *sc, const int *g, int m, int gi,
     if (cnt * es <= HIER_RD_MAX || cnt < (size_t)m)
         hier_group_rd(sc, g, m, gi, buf, cnt, es);
     else
-        hier_group_ring(sc, g, m, gi, buf, cnt, es);
+        pcoll_ring_allreduce(sc, g, m, gi, buf, cnt, es, 0);   /* allreduce.c */
 }
 
 /* Step 1: slice li of the host's partial result into R (k members L). */

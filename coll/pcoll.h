@@ -158,6 +158,8 @@ typedef struct {
 /* Builders: add the algorithm's rounds to sc (rank sc->comm->rank). */
 int pcoll_allreduce_rd(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allreduce_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
+void pcoll_ring_allreduce(pcoll_sched_t *sc, const int *g, int m, int gi, char *buf, size_t cnt,
+                          size_t es, int scale);
 int pcoll_allreduce_rabenseifner(pcoll_sched_t *sc, const pcoll_args_t *a);
 /* Two-level (coll/hier.c): inside each host, then between hosts. */
 int pcoll_allreduce_two_level(pcoll_sched_t *sc, const pcoll_args_t *a);
