@@ -251,6 +251,10 @@ void   pcoll_doubling(pcoll_sched_t *sc, char *buf, const size_t *edge, size_t u
  * table's choice for the message size (bytes as the table defines them),
  * communicator size and host count. */
 int  pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);
+/* The algorithm PLAIT_<COLL>_ALGO forces for coll (PCOLL_AUTO: none); a
+ * forced one always runs on the schedule engine, so every algorithm stays
+ * reachable. */
+int  pcoll_forced(const prt_config_t *c, int coll);
 /* Forgets what selection cached about communicators (plait_init). */
 void pcoll_select_reset(void);
 /* Name of algorithm id algo of collective coll ("ring"...). */

@@ -117,7 +117,7 @@ const char *pcoll_algo_name(int coll, int algo)
 }
 
 /* The forced algorithm (0 = auto) of a collective. */
-static int select_forced(const prt_config_t *c, int coll)
+int pcoll_forced(const prt_config_t *c, int coll)
 {
     switch (coll) {
     case PCOLL_ALLREDUCE:      return c->allreduce_algo;
@@ -210,7 +210,7 @@ void pcoll_select_reset(void)
 
 int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
 {
-    int forced = select_forced(&s->cfg, a->coll), n = comm->size;
+    int forced = pcoll_forced(&s->cfg, a->coll), n = comm->size;
     const select_comm_t *c;
     size_t bytes;
     if (forced != PCOLL_AUTO && !is_shm_algo(a->coll, forced))
@@ -230,7 +230,7 @@ int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
 
 int pcoll_pair_use(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
 {
-    return comm->size == 2 && select_forced(&s->cfg, a->coll) == PCOLL_AUTO &&
+    return comm->size == 2 && pcoll_forced(&s->cfg, a->coll) == PCOLL_AUTO &&
            pcoll_pair_eligible(a);
 }
 

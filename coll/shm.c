@@ -244,10 +244,13 @@ int pcoll_reduce_scatter_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
     return sc->err;
 }
 
-/* Allgather step 1: every other rank's block into place. */
-static int shm_read_blocks(pcoll_sched_t *sc, void *arg)
+/*
+ * Block p of the result from every other rank p: at offset `at` of its
+ * exposed input (allgather: 0, its one block; alltoall: r * blk, the block
+ * meant for this rank), then this rank's own block from its input.
+ */
+static int shm_read_each(pcoll_sched_t *sc, shm_ctx_t *c, size_t at)
 {
-    shm_ctx_t *c = arg;
     int n = sc->comm->size, r = sc->comm->rank, rc;
     size_t blk = c->a.count * c->a.es;
     char *R = c->a.rbuf;
@@ -255,12 +258,18 @@ static int shm_read_blocks(pcoll_sched_t *sc, void *arg)
         return rc;
     for (int k = 1; k < n; k++) {
         int p = (r + k) % n;
-        if ((rc = shm_read(sc, p, c->addr[p].src, R + (size_t)p * blk, blk)) != PLAIT_OK)
+        if ((rc = shm_read(sc, p, c->addr[p].src + at, R + (size_t)p * blk, blk)) != PLAIT_OK)
             return rc;
     }
     if (c->a.sbuf != c->a.rbuf)
-        memcpy(R + (size_t)r * blk, c->a.sbuf, blk);
+        memcpy(R + (size_t)r * blk, (const char *)c->a.sbuf + at, blk);
     return PLAIT_OK;
+}
+
+/* Allgather step 1: every other rank's block into place. */
+static int shm_read_blocks(pcoll_sched_t *sc, void *arg)
+{
+    return shm_read_each(sc, arg, 0);
 }
 
 int pcoll_allgather_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
@@ -291,20 +300,7 @@ int pcoll_allgather_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
 static int shm_read_mine(pcoll_sched_t *sc, void *arg)
 {
     shm_ctx_t *c = arg;
-    int n = sc->comm->size, r = sc->comm->rank, rc;
-    size_t blk = c->a.count * c->a.es;
-    char *R = c->a.rbuf;
-    if ((rc = shm_check_counts(sc, c)) != PLAIT_OK)
-        return rc;
-    for (int k = 1; k < n; k++) {
-        int p = (r + k) % n;
-        if ((rc = shm_read(sc, p, c->addr[p].src + (uint64_t)r * blk, R + (size_t)p * blk,
-                           blk)) != PLAIT_OK)
-            return rc;
-    }
-    if (c->a.sbuf != c->a.rbuf)
-        memcpy(R + (size_t)r * blk, (const char *)c->a.sbuf + (size_t)r * blk, blk);
-    return PLAIT_OK;
+    return shm_read_each(sc, c, (size_t)sc->comm->rank * c->a.count * c->a.es);
 }
 
 int pcoll_alltoall_shm(pcoll_sched_t *sc, const pcoll_args_t *a)

@@ -174,20 +174,6 @@ static size_t area_bytes(const pcoll_args_t *a, int n)
     }
 }
 
-/* Whether an algorithm is forced for this collective (then the schedule
- * engine runs it, so every algorithm stays reachable). */
-static int area_forced(const prt_config_t *c, int coll)
-{
-    switch (coll) {
-    case PCOLL_ALLREDUCE:      return c->allreduce_algo;
-    case PCOLL_ALLGATHER:      return c->allgather_algo;
-    case PCOLL_REDUCE_SCATTER: return c->reduce_scatter_algo;
-    case PCOLL_BCAST:          return c->bcast_algo;
-    case PCOLL_REDUCE_C:       return c->reduce_algo;
-    case PCOLL_ALLTOALL:       return c->alltoall_algo;
-    default:                   return PCOLL_AUTO;
-    }
-}
 
 /* Every peer reached through the shm transport: on this host (no CMA needed). */
 static int area_reachable(ppt_state_t *s, plait_comm_t comm)
@@ -328,7 +314,7 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
     size_t bytes;
     *rc = PLAIT_OK;
     if (!s->cfg.coll_shm_small || comm->size < 2 || a->coll == PCOLL_ALLTOALLV ||
-        area_forced(&s->cfg, a->coll) != PCOLL_AUTO)
+        pcoll_forced(&s->cfg, a->coll) != PCOLL_AUTO)
         return 0;
     bytes = area_bytes(a, comm->size);
     if (bytes > s->cfg.coll_shm_small || bytes > AREA_SLOT_MAX || (A && A->state == AREA_NONE))
