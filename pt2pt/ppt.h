@@ -164,6 +164,8 @@ typedef struct ppt_state {
     plait_request_t coll_head;       /* active non-blocking collectives */
     plait_request_t coop_head;       /* receives moving data by cooperative copy */
     uint64_t        last_alive_ns;
+    uint64_t        net_wait_ns;     /* moving average of waits on other hosts' ranks */
+    int             net_wait_yield;  /* their spin stage yields (request.c wait_spin_yields) */
 } ppt_state_t;
 
 /* The library instance between plait_init and plait_finalize, else NULL. */

@@ -170,15 +170,7 @@ static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
     return prt_err(rc, "%s: %s while waiting for %s", fn, cause, what);
 }
 
-/*
- * Whether req may wait on a rank of another host (tcp or udp). Its packets
- * are delivered by the kernel (softirq) on some CPU of this host, possibly
- * this one: a pause loop keeps that work off it, a yield lets it run. On
- * the namespace testbed (two "hosts" on 2 cores) 8-byte pt2pt latency was
- * 43 us over udp and 33 us over tcp with the pause loop, 20 and 11 us
- * yielding (Open MPI's TCP BTL: 10.5 us with mpi_yield_when_idle, 4 ms
- * without). Shared-memory waits keep the pause loop.
- */
+/* Whether req may wait on a rank of another host (tcp or udp). */
 static int wait_on_network(const ppt_state_t *s, plait_request_t req)
 {
     if (!s->tcp.ops && !s->udp.ops)
@@ -188,12 +180,42 @@ static int wait_on_network(const ppt_state_t *s, plait_request_t req)
     return s->tl_of[req->world] && s->tl_of[req->world] != &s->shm;
 }
 
+/*
+ * The spin stage of a wait on another host's rank: a pause loop while such
+ * waits end within the spin time (a fast network, dedicated cores: yielding
+ * there cost 3 us of a 9 us loopback latency on 16 cores), sched_yield once
+ * they typically last over twice as long, until they drop below it again
+ * (hysteresis: yielding itself shortens the waits). The peer's packets are delivered by the
+ * kernel (softirq) on some CPU of this host, possibly this one, and a pause
+ * loop keeps that work off it: on the namespace testbed (two "hosts" on 2
+ * cores) 8-byte latency was 43 us over udp and 33 us over tcp pausing,
+ * 21 and 12 us yielding (Open MPI's TCP BTL: 10.5 us with
+ * mpi_yield_when_idle, 4 ms without).
+ */
+static int wait_spin_yields(const ppt_state_t *s, plait_request_t req)
+{
+    return s->net_wait_yield && wait_on_network(s, req);
+}
+
+/* Feeds the average that wait_spin_yields follows (1/8 weight per wait). */
+static void wait_account(ppt_state_t *s, plait_request_t req, uint64_t start_ns)
+{
+    uint64_t spin_ns = (uint64_t)s->cfg.spin_us * 1000;
+    if (!wait_on_network(s, req))
+        return;
+    s->net_wait_ns = s->net_wait_ns - s->net_wait_ns / 8 + (prt_now_ns() - start_ns) / 8;
+    if (s->net_wait_ns > 2 * spin_ns)
+        s->net_wait_yield = 1;
+    else if (s->net_wait_ns < spin_ns)
+        s->net_wait_yield = 0;
+}
+
 static void wait_backoff(ppt_state_t *s, const prt_backoff_t *b, uint64_t now,
                          plait_request_t req)
 {
     switch (prt_backoff_stage(b, now, s->cfg.spin_us, s->cfg.yield_us)) {
     case 0:
-        if (wait_on_network(s, req))
+        if (wait_spin_yields(s, req))
             sched_yield();
         else
             __builtin_ia32_pause();
@@ -218,14 +240,17 @@ static int req_done(plait_request_t r)
 int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
 {
     prt_backoff_t b;
+    int backed_off = 0;   /* only waits that had to wait feed the average */
     prt_backoff_start(&b, s->cfg.timeout_s);
     for (;;) {
         uint64_t now;
-        if (req_done(req))
+        if (!req_done(req))
+            ppt_progress_locked(s);
+        if (req_done(req)) {
+            if (backed_off)
+                wait_account(s, req, b.start_ns);
             return req->rc;
-        ppt_progress_locked(s);
-        if (req_done(req))
-            return req->rc;
+        }
         now = prt_now_ns();
         if (now - s->last_alive_ns > PPT_ALIVE_CHECK_NS) {
             int rc;
@@ -240,6 +265,7 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
             return wait_fail(req, PLAIT_ERR_TIMEOUT, fn, (now - b.start_ns) * 1e-9);
         pthread_mutex_unlock(&s->lock);
         wait_backoff(s, &b, now, req);
+        backed_off = 1;
         pthread_mutex_lock(&s->lock);
     }
 }
