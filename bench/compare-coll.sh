@@ -184,22 +184,8 @@ lim_large() { local b; b=$(bytes "$minb"); [ "$b" -gt "$SPLIT" ] && echo "$b" ||
 label() {    # NP or HOSTSxRANKS, in words
     case $1 in *x*) echo "${1%x*} hosts x ${1#*x} ranks" ;; *) echo "$1 ranks" ;; esac
 }
-median() {   # FILE SIZE [COLUMN: 2 busbw (default), 3 time]
-    awk -v s="$2" -v c="${3:-2}" '$1 == s { print $c }' "$1" | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a";
-             else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR/2] + v[NR/2 + 1]) / 2 }'
-}
-spread() {
-    awk -v s="$2" '$1 == s { print $2 }' "$1" | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR > 1) printf "%s-%s\n", v[1], v[NR]; else print "-" }'
-}
-human() {
-    awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576;
-                           else if (b >= 1024) printf "%g KiB", b / 1024; else printf "%d B", b }'
-}
-ratio() {
-    awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'
-}
+# shellcheck source=table-lib.sh
+. "$(dirname "$0")/table-lib.sh"     # median FILE SIZE [COLUMN: 2 busbw, 3 time], spread, human, ratio
 
 for rep in $(seq 1 "$reps"); do
     if [ $((rep % 2)) -eq 1 ]; then order="plait mpi"; else order="mpi plait"; fi

@@ -66,36 +66,17 @@ one() {
     awk '!/^#/ && NF >= 2 { print $1, $2 }' "$out" >>"$raw/$lib.$mode"
 }
 
-# median LIB MODE SIZE
-median() {
-    awk -v s="$3" '$1 == s { print $2 }' "$raw/$1.$2" | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a";
-             else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR/2] + v[NR/2 + 1]) / 2 }'
-}
-
-# spread LIB MODE SIZE: "min-max" over the repetitions, so noise is visible
-spread() {
-    awk -v s="$3" '$1 == s { print $2 }' "$raw/$1.$2" | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR > 1) printf "%s-%s\n", v[1], v[NR]; else print "-" }'
-}
-
-human() {
-    awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576;
-                           else if (b >= 1024) printf "%g KiB", b / 1024; else printf "%d B", b }'
-}
-
-ratio() {
-    awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'
-}
+# shellcheck source=table-lib.sh
+. "$(dirname "$0")/table-lib.sh"     # median, spread, human, ratio
 
 table() {   # MODE SIZES
     local s p m
     echo "| Size | plait | Open MPI | plait / Open MPI | plait min-max | Open MPI min-max |"
     echo "|-----:|------:|---------:|-----------------:|--------------:|-----------------:|"
     for s in $2; do
-        p=$(median plait "$1" "$s"); m=$(median mpi "$1" "$s")
-        echo "| $(human "$s") | $p | $m | $(ratio "$p" "$m") | $(spread plait "$1" "$s") |" \
-             "$(spread mpi "$1" "$s") |"
+        p=$(median "$raw/plait.$1" "$s"); m=$(median "$raw/mpi.$1" "$s")
+        echo "| $(human "$s") | $p | $m | $(ratio "$p" "$m") | $(spread "$raw/plait.$1" "$s") |" \
+             "$(spread "$raw/mpi.$1" "$s") |"
     done
 }
 
