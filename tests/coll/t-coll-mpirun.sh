@@ -19,14 +19,7 @@ trap 'exit 1' INT TERM
 LNAME=mpirun
 PROG=$B/tests/coll/coll_check
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    skip "coll_check under mpirun" "mpirun not installed"
-    exit 0
-fi
-if ! timeout 20 mpirun --version 2>&1 | grep -q "Open MPI"; then
-    skip "coll_check under mpirun" "mpirun is not Open MPI's"
-    exit 0
-fi
+have_ompi_mpirun "coll_check under mpirun" || exit 0
 have_prog "$PROG" "coll_check under mpirun" || exit 0
 
 # As in tests/peers/t-mpirun.sh: session directory under our temp dir, root

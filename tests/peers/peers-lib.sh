@@ -265,6 +265,19 @@ probe_fault_cases() {
 
 # ------------------------------------------------------------ plait programs
 # have_prog PATH NAME: true when PATH is built; otherwise one SKIP line for NAME.
+# have_ompi_mpirun NAME: 0 when Open MPI's mpirun is on PATH, else a SKIP line
+# for NAME and 1 (another MPI's mpirun takes other options).
+have_ompi_mpirun() {
+    if ! command -v mpirun >/dev/null 2>&1; then
+        skip "$1" "mpirun not installed"
+        return 1
+    fi
+    if ! timeout 20 mpirun --version 2>&1 | grep -q "Open MPI"; then
+        skip "$1" "mpirun is not Open MPI's ($(timeout 20 mpirun --version 2>&1 | head -n1))"
+        return 1
+    fi
+}
+
 have_prog() {
     [ -x "$1" ] && return 0
     skip "$2" "$1 not built (make check TESTS=)"

@@ -17,14 +17,7 @@ trap 'peers_cleanup' EXIT
 trap 'exit 1' INT TERM
 LNAME=mpirun
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    skip "mpirun" "mpirun not installed"
-    exit 0
-fi
-if ! timeout 20 mpirun --version 2>&1 | grep -q "Open MPI"; then
-    skip "mpirun" "mpirun is not Open MPI's ($(timeout 20 mpirun --version 2>&1 | head -n1))"
-    exit 0
-fi
+have_ompi_mpirun "mpirun" || exit 0
 
 # Open MPI's session directory goes under our temp dir, so a job killed by the hang
 # guard leaves nothing in /tmp. Local ranks inherit mpirun's whole environment, so
