@@ -47,6 +47,8 @@ hosts_plaitrun() {
     echo "$1/in-h1 $PLAITRUN --host $2 --launch-agent $1/in-{host}"
 }
 
+# plm rsh: an environment may preset another launcher (OMPI_MCA_plm=isolated
+# starts local processes only, and mpirun then finds "not enough slots").
 hosts_mpirun() {
-    echo "$1/head-h1 mpirun --host $2 --mca plm_rsh_agent $1/rsh-agent"
+    echo "$1/head-h1 mpirun --host $2 --mca plm rsh --mca plm_rsh_agent $1/rsh-agent"
 }

@@ -154,7 +154,7 @@ bw_ompi() {     # bw_ompi [MCA NAME VALUE...]
     while [ $# -ge 2 ]; do mca+=(--mca "$1" "$2"); shift 2; done
     timeout 300 ip netns exec $PFX-a unshare --uts sh -c 'hostname a; exec "$@"' sh \
         mpirun --allow-run-as-root --host a:1,b:1 -np 2 --bind-to none \
-        --mca plm_rsh_agent "$work/rsh-agent" "${mca[@]}" \
+        --mca plm rsh --mca plm_rsh_agent "$work/rsh-agent" "${mca[@]}" \
         "$OSU" bw -b 4M -e 4M -n 6 -w 1 -W 16 -c 2>"$work/err" </dev/null |
         awk '$1 == 4194304 { print ($3 == "pass") ? $2 : "FAIL" }'
 }
