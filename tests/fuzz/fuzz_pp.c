@@ -6,8 +6,9 @@
  *
  * Built and run (bounded) by tests/udp/t-fuzz.sh with clang's libFuzzer.
  * Input: packets as [u8 mode][u16 len][bytes]; mode bit 0 set stamps a valid
- * common header (magic, key, ranks, epoch) over the bytes, so the fuzzer
- * reaches the per-field checks behind the parser.
+ * common header (magic, known flags, rank, epoch, tag, zero reserved bytes)
+ * over the bytes, so the fuzzer reaches the per-field checks behind the
+ * parser; bit 1 makes it an ACK, bit 2 pads or cuts an ACK to its length.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -74,23 +75,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t len = (size_t)data[1] | (size_t)data[2] << 8;
         data += 3;
         size -= 3;
+        size_t take;
         if (len > size)
             len = size;
+        take = len;
         memcpy(pkt, data, len);
+        if ((mode & 7) == 7) {   /* an ACK of exactly its length: zeros after the input */
+            if (len < PP_ACK_LEN)
+                memset(pkt + len, 0, PP_ACK_LEN - len);
+            len = PP_ACK_LEN;
+        }
         if ((mode & 1) && len >= sizeof(pp_hdr_t)) {
             pp_hdr_t h;
             memcpy(&h, pkt, sizeof h);
             h.magic = PP_MAGIC;
             h.type = (mode & 2) ? PP_T_ACK : PP_T_DATA;
-            h.key = KEY;
+            h.flags &= h.type == PP_T_ACK ? 0 : PP_F_ALL;
+            if (h.type == PP_T_ACK)
+                h.hlen = 0;
+            h.rsv = 0;
             h.src = 1;
-            h.dst = 0;
             h.epoch = 7;
+            h.tag = pp_tag(KEY, 1, 0);
             memcpy(pkt, &h, sizeof h);
-            if (h.type == PP_T_DATA && len >= PP_DATA_HDR) {
-                uint16_t plen = (uint16_t)(len - PP_DATA_HDR);
-                memcpy(pkt + offsetof(pp_data_t, len), &plen, sizeof plen);
-            }
+            if (h.type == PP_T_ACK && len > offsetof(pp_ack_t, rsv))
+                pkt[offsetof(pp_ack_t, rsv)] = 0;
         }
         if (pp_parse(pkt, len, KEY, 0, &src, &type) < 0 && src == 1)
             pp_rx(&c, now, pkt, len);
@@ -104,8 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             pp_msg_release(&c, m);
         }
-        data += len;
-        size -= len;
+        data += take;
+        size -= take;
     }
     pp_conn_fini(&c);
     return 0;

@@ -4,6 +4,7 @@
  * wrap-around, timeouts and give-up, flow control, every CC x LB policy.
  * Deterministic: simulated time, seeded random data, fixed filters.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,10 @@
 #include "tests/unit/test_proto_net.h"
 
 #define MAX_STEPS 400000
+
+/* A packet's type and flags (common header, pp.h). */
+#define PKT_TYPE(p)  ((p)[offsetof(pp_hdr_t, type)])
+#define PKT_FLAGS(p) ((p)[offsetof(pp_hdr_t, flags)])
 
 /* The body of message i (header 32 bytes + payload), from a seed. */
 static size_t msg_len(uint64_t seed, int i)
@@ -92,13 +97,13 @@ static uint64_t retx(const net_t *n) { return n->c[0].st.retx_fast + n->c[0].st.
 static int f_drop_every_7th_data(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
 {
     (void)n; (void)len;
-    return from == 0 && p[4] == PP_T_DATA && seq % 7 == 3 ? NET_DROP : NET_PASS;
+    return from == 0 && PKT_TYPE(p) == PP_T_DATA && seq % 7 == 3 ? NET_DROP : NET_PASS;
 }
 
 static int f_drop_acks_half(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
 {
     (void)n; (void)len;
-    return from == 1 && p[4] == PP_T_ACK && seq % 2 == 0 ? NET_DROP : NET_PASS;
+    return from == 1 && PKT_TYPE(p) == PP_T_ACK && seq % 2 == 0 ? NET_DROP : NET_PASS;
 }
 
 static int f_dup_all(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
@@ -124,11 +129,11 @@ static int f_drop_all(net_t *n, int from, const uint8_t *p, size_t len, uint64_t
 static int f_tail_once(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
 {
     int *done = n->arg;
-    (void)len; (void)seq;
-    if (from == 0 && p[4] == PP_T_DATA && !*done && (p[5] & PP_F_CHUNK_END)) {
+    (void)seq;
+    if (from == 0 && PKT_TYPE(p) == PP_T_DATA && !*done && (PKT_FLAGS(p) & PP_F_CHUNK_END)) {
         pp_data_t d;
         memcpy(&d, p, sizeof d);
-        if (d.off + d.len == d.msg_len) {
+        if (d.off + (len - pp_data_hdr_len(d.h.flags)) == d.msg_len) {
             *done = 1;
             return NET_DROP;
         }
@@ -262,49 +267,96 @@ static void t_field_checks(void)
     net_init(n, &a, &b);
     pp_send(&n->c[0], "h", 1, "payload", 7);
     TAP_OK(pp_tx_next(&n->c[0], n->now, &o) == 1, "fields: one packet to send");
+    TAP_OK(o.hdr_len == 40 && PP_DATA_HDR == 40 && sizeof(pp_hdr_t) == 24 &&
+           PP_DATA_HDR_MAX == 52 && PP_ACK_LEN <= 1472,
+           "fields: headers of 24 (common), 40 (data), 52 (placed data) bytes; ACK %zu bytes "
+           "fits a 1500-byte MTU", (size_t)PP_ACK_LEN);
+    memset(pkt, 0, sizeof pkt);
     memcpy(pkt, o.hdr, o.hdr_len);
     memcpy(pkt + o.hdr_len, o.payload, o.len);
     len = o.hdr_len + o.len;
     memcpy(&d, pkt, sizeof d);
+    TAP_OK(d.h.tag == pp_tag(NET_KEY, 0, 1) && d.h.tag != pp_tag(NET_KEY, 1, 0) &&
+           d.h.tag != pp_tag(NET_KEY + 1, 0, 1) && d.h.tag != pp_tag(NET_KEY, 0, 2) &&
+           d.h.hlen == 1 && d.h.rsv == 0,
+           "fields: the tag depends on key, source and destination (direction too)");
+    /* SipHash-2-4 (checked against the reference implementation's vectors
+     * when written): a change here changes the wire format */
+    TAP_OK(pp_tag(NET_KEY, 0, 1) == 0x4035358061dee471ull,
+           "fields: the tag of rank 0 -> 1 is the pinned SipHash-2-4 value");
 #define PARSE(p, l) pp_parse(p, l, NET_KEY, 1, &src, &type)
+#define PUT(e) memcpy(pkt, &(e), sizeof(e))
+#define RX(l) pp_rx(&n->c[1], n->now, pkt, l)
+#define DROPS(r) n->c[1].st.drops[r]
     TAP_OK(PARSE(pkt, len) == -1 && src == 0 && type == PP_T_DATA, "fields: the valid packet parses");
-    TAP_OK(PARSE(pkt, 10) == PP_DROP_TRUNC, "fields: truncated header");
-    TAP_OK(PARSE(pkt, len - 1) == PP_DROP_TRUNC, "fields: truncated payload");
-    TAP_OK(PARSE(pkt, len + 1) == PP_DROP_TRUNC, "fields: trailing bytes");
+    TAP_OK(PARSE(pkt, 10) == PP_DROP_TRUNC, "fields: truncated common header");
+    TAP_OK(PARSE(pkt, PP_DATA_HDR - 1) == PP_DROP_TRUNC, "fields: truncated data header");
     {
         pp_data_t e = d;
-        e.h.magic ^= 1;
-        memcpy(pkt, &e, sizeof e);
+        e.h.magic ^= 1; PUT(e);
         TAP_OK(PARSE(pkt, len) == PP_DROP_MAGIC, "fields: bad magic");
-        e = d; e.h.type = 9; memcpy(pkt, &e, sizeof e);
+        e = d; e.h.magic = 0x5550; PUT(e);   /* the start of version 1's "PUD1" */
+        TAP_OK(PARSE(pkt, len) == PP_DROP_MAGIC, "fields: a version-1 packet is not-plait");
+        e = d; e.h.type = 9; PUT(e);
         TAP_OK(PARSE(pkt, len) == PP_DROP_MAGIC, "fields: unknown type");
-        e = d; e.h.key ^= 1; memcpy(pkt, &e, sizeof e);
-        TAP_OK(PARSE(pkt, len) == PP_DROP_KEY, "fields: another job's key");
-        e = d; e.h.dst = 5; memcpy(pkt, &e, sizeof e);
-        TAP_OK(PARSE(pkt, len) == PP_DROP_CONN, "fields: addressed to another rank");
-        e = d; e.h.epoch ^= 1; memcpy(pkt, &e, sizeof e);
-        pp_rx(&n->c[1], n->now, pkt, len);
-        TAP_OK(n->c[1].st.drops[PP_DROP_STALE] == 1, "fields: stale epoch dropped");
-        e = d; e.off = 5; memcpy(pkt, &e, sizeof e);
-        pp_rx(&n->c[1], n->now, pkt, len);
-        TAP_OK(n->c[1].st.drops[PP_DROP_BOUNDS] == 1, "fields: offset + length beyond the message");
-        e = d; e.msg_len = 0xffffffffu; memcpy(pkt, &e, sizeof e);
-        pp_rx(&n->c[1], n->now, pkt, len);
-        TAP_OK(n->c[1].st.drops[PP_DROP_BOUNDS] == 2, "fields: message larger than allowed");
-        e = d; e.chunk = 3; memcpy(pkt, &e, sizeof e);
-        pp_rx(&n->c[1], n->now, pkt, len);
-        TAP_OK(n->c[1].st.drops[PP_DROP_BOUNDS] == 3, "fields: chunk id disagrees with offset");
-        e = d; e.hlen = 0; memcpy(pkt, &e, sizeof e);
-        pp_rx(&n->c[1], n->now, pkt, len);
-        TAP_OK(n->c[1].st.drops[PP_DROP_BOUNDS] == 4, "fields: zero header length");
-        e = d; e.psn += PP_WIN; memcpy(pkt, &e, sizeof e);
-        pp_rx(&n->c[1], n->now, pkt, len);
-        TAP_OK(n->c[1].st.drops[PP_DROP_WINDOW] == 1, "fields: PSN beyond the window");
-        e = d; e.msg += PP_WIN; memcpy(pkt, &e, sizeof e);
-        pp_rx(&n->c[1], n->now, pkt, len);
-        TAP_OK(n->c[1].st.drops[PP_DROP_WINDOW] == 2, "fields: message id beyond the window");
-        e = d; memcpy(pkt, &e, sizeof e);
-        pp_rx(&n->c[1], n->now, pkt, len);
+        e = d; e.h.flags |= 0x80; PUT(e);
+        TAP_OK(PARSE(pkt, len) == PP_DROP_MAGIC, "fields: unknown flag bit");
+        e = d; e.h.rsv = 1; PUT(e);
+        TAP_OK(PARSE(pkt, len) == PP_DROP_MAGIC, "fields: reserved byte not 0");
+        e = d; e.h.flags |= PP_F_PLACED; PUT(e);
+        TAP_OK(PARSE(pkt, PP_DATA_HDR_MAX - 1) == PP_DROP_TRUNC,
+               "fields: placed flag on a datagram shorter than the placed header");
+        e = d; e.h.tag = pp_tag(NET_KEY ^ 1, 0, 1); PUT(e);
+        TAP_OK(PARSE(pkt, len) == PP_DROP_KEY, "fields: another job's tag");
+        e = d; e.h.tag ^= 1ull << 40; PUT(e);
+        TAP_OK(PARSE(pkt, len) == PP_DROP_KEY, "fields: wrong tag (one bit)");
+        e = d; PUT(e);
+        TAP_OK(pp_parse(pkt, len, NET_KEY, 5, &src, &type) == PP_DROP_KEY,
+               "fields: a packet meant for another rank (its tag names rank 1)");
+        e = d; e.h.src = 1; e.h.tag = pp_tag(NET_KEY, 1, 1); PUT(e);
+        TAP_OK(PARSE(pkt, len) == PP_DROP_CONN, "fields: from this rank itself");
+        e = d; e.h.src = 7; e.h.tag = pp_tag(NET_KEY, 7, 1); PUT(e);
+        TAP_OK(PARSE(pkt, len) == -1 && src == 7, "fields: another rank's packet parses ...");
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_CONN) == 1, "fields: ... and the connection to rank 0 refuses it");
+        e = d; e.h.tag = pp_tag(NET_KEY ^ 1, 0, 1); PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_KEY) == 1, "fields: the connection checks the tag as well");
+        e = d; e.h.epoch ^= 1; PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_STALE) == 1, "fields: stale epoch dropped");
+        e = d; e.off = 5; PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_BOUNDS) == 1, "fields: offset + length beyond the message");
+        e = d; e.msg_len = 0xffffffffu; PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_BOUNDS) == 2, "fields: message larger than allowed");
+        e = d; e.h.hlen = 0; PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_BOUNDS) == 3, "fields: zero header length");
+        e = d; e.h.hlen = 9; PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_BOUNDS) == 4, "fields: header longer than the message");
+        e = d; PUT(e);
+        RX(PP_DATA_HDR);
+        TAP_OK(DROPS(PP_DROP_BOUNDS) == 5, "fields: a datagram of the header alone (no payload)");
+        RX(len + 1);
+        TAP_OK(DROPS(PP_DROP_BOUNDS) == 6,
+               "fields: a datagram one byte longer than the message (trailing bytes)");
+        e = d; e.msg_len = 4000; PUT(e);
+        RX(PP_DATA_HDR + a.mtu + 1);
+        TAP_OK(DROPS(PP_DROP_BOUNDS) == 7, "fields: a payload longer than the MTU");
+        e = d; e.h.flags |= PP_F_PLACED; PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_TRUNC) == 1, "fields: the connection checks lengths as well");
+        e = d; e.psn += PP_WIN; PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_WINDOW) == 1, "fields: PSN beyond the window");
+        e = d; e.msg += PP_WIN; PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_WINDOW) == 2, "fields: message id beyond the window");
+        e = d; PUT(e);
+        RX(len);
         {
             pp_msg_t *m = pp_deliver(&n->c[1]);
             TAP_OK(m && m->len == 8 && !memcmp(m->data, "hpayload", 8),
@@ -313,24 +365,42 @@ static void t_field_checks(void)
                 pp_msg_release(&n->c[1], m);
         }
         TAP_OK(n->c[1].rcv_cum == 2, "fields: only the valid packet advanced the window");
-        e = d; e.psn += 1; e.msg_len = 9; memcpy(pkt, &e, sizeof e);
-        pp_rx(&n->c[1], n->now, pkt, len);
-        TAP_OK(n->c[1].st.drops[PP_DROP_INCONS] == 1, "fields: new PSN for a delivered message");
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_DUP) == 1, "fields: the same packet again is a duplicate");
+        e = d; e.psn += 1; e.msg_len = 9; PUT(e);
+        RX(len);
+        TAP_OK(DROPS(PP_DROP_INCONS) == 1, "fields: new PSN for a delivered message");
     }
     {
-        /* An ACK for a PSN never sent. */
+        /* ACKs: one for a PSN never sent, malformed ones */
         pp_ack_t k;
         memset(&k, 0, sizeof k);
-        k.h.magic = PP_MAGIC; k.h.type = PP_T_ACK; k.h.key = NET_KEY; k.h.src = 1; k.h.dst = 0;
-        k.h.epoch = 0xbbbb; k.cum = 50;
+        k.h.magic = PP_MAGIC; k.h.type = PP_T_ACK; k.h.src = 1; k.h.epoch = 0xbbbb;
+        k.h.tag = pp_tag(NET_KEY, 1, 0); k.cum = 50; k.echo_psn = 1;
+        TAP_OK(pp_parse(&k, sizeof k, NET_KEY, 0, &src, &type) == -1 && type == PP_T_ACK,
+               "fields: a well-formed ACK parses");
         pp_rx(&n->c[0], n->now, &k, sizeof k);
         TAP_OK(n->c[0].st.drops[PP_DROP_BADACK] == 1, "fields: cumulative ACK beyond what was sent");
         k.cum = 1; k.sack[10] = 1;
         pp_rx(&n->c[0], n->now, &k, sizeof k);
         TAP_OK(n->c[0].st.drops[PP_DROP_BADACK] == 2, "fields: SACK bit beyond what was sent");
-        TAP_OK(PARSE(&k, sizeof k - 1) == PP_DROP_TRUNC, "fields: short ACK refused by the parser");
+        k.sack[10] = 0;
+        TAP_OK(pp_parse(&k, sizeof k - 1, NET_KEY, 0, &src, &type) == PP_DROP_TRUNC,
+               "fields: short ACK refused by the parser");
+        k.rsv = 1;
+        TAP_OK(pp_parse(&k, sizeof k, NET_KEY, 0, &src, &type) == PP_DROP_MAGIC,
+               "fields: ACK with its reserved byte set");
+        k.rsv = 0; k.h.hlen = 3;
+        TAP_OK(pp_parse(&k, sizeof k, NET_KEY, 0, &src, &type) == PP_DROP_MAGIC,
+               "fields: ACK with a header length");
+        k.h.hlen = 0; k.h.flags = PP_F_RETX;
+        TAP_OK(pp_parse(&k, sizeof k, NET_KEY, 0, &src, &type) == PP_DROP_MAGIC,
+               "fields: ACK with flags");
     }
 #undef PARSE
+#undef PUT
+#undef RX
+#undef DROPS
     net_fini(n);
     free(n);
 }
@@ -549,13 +619,175 @@ static void t_placed(void)
     free(rg.buf);
 }
 
+/* Placed packets' own fields: the 52-byte header, the 32-bit region
+ * offset, a reserved id, disagreeing packets, offsets outside the region. */
+static void t_placed_fields(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    region_t rg = {calloc(1, 8192), 8000};
+    uint8_t *snap = malloc(8192), src[3000], hdr[8] = {1, 2, 3, 4, 5, 6, 7, 8}, pkt[2][1100];
+    size_t plen[2] = {0, 0};
+    pp_out_t o;
+    pp_msg_t *m;
+    int ok = 1, got = 0;
+    net_cfg(&a, 0, 5, 6);
+    net_cfg(&b, 1, 5, 6);
+    b.place = place_in_region;
+    b.place_arg = &rg;
+    net_init(n, &a, &b);
+    msg_fill(src, sizeof src, 4, 2);
+    TAP_OK(pp_send_placed(&n->c[0], hdr, 8, src, 100, 77, (uint64_t)UINT32_MAX + 1) == -1,
+           "placed fields: a region offset beyond 32 bits is refused (the datapath sends "
+           "unplaced)");
+    TAP_OK(pp_send_placed(&n->c[0], hdr, 8, src, 1500, 77, 1000) == 0,
+           "placed fields: 1508 bytes to region offset 1000 queued");
+    for (int k = 0; k < 2; k++) {
+        ok &= pp_tx_next(&n->c[0], n->now, &o) == 1 && o.hdr_len == PP_DATA_HDR_MAX &&
+              (o.hdr[offsetof(pp_hdr_t, flags)] & PP_F_PLACED);
+        memcpy(pkt[k], o.hdr, o.hdr_len);
+        memcpy(pkt[k] + o.hdr_len, o.payload, o.len);
+        plen[k] = o.hdr_len + o.len;
+    }
+    TAP_OK(ok && plen[0] == 52 + 1000 && plen[1] == 52 + 508,
+           "placed fields: two packets with 52-byte headers (%zu, %zu bytes)", plen[0], plen[1]);
+    {
+        uint8_t e[1100];
+        pp_place_t pl;
+        uint64_t id = UINT64_MAX;
+        memcpy(e, pkt[0], plen[0]);
+        memcpy(&pl, e + PP_DATA_HDR, sizeof pl);
+        memcpy(pl.place_id, &id, sizeof id);
+        memcpy(e + PP_DATA_HDR, &pl, sizeof pl);
+        pp_rx(&n->c[1], n->now, e, plen[0]);
+        TAP_OK(n->c[1].st.drops[PP_DROP_BOUNDS] == 1, "placed fields: the reserved id dropped");
+        pp_rx(&n->c[1], n->now, pkt[0], plen[0]);
+        memcpy(e, pkt[1], plen[1]);
+        memcpy(&pl, e + PP_DATA_HDR, sizeof pl);
+        pl.place_off++;
+        memcpy(e + PP_DATA_HDR, &pl, sizeof pl);
+        pp_rx(&n->c[1], n->now, e, plen[1]);
+        TAP_OK(n->c[1].st.drops[PP_DROP_INCONS] == 1,
+               "placed fields: a packet disagreeing on the region offset dropped");
+        memcpy(e, pkt[1], plen[1]);
+        e[offsetof(pp_hdr_t, flags)] &= (uint8_t)~PP_F_PLACED;   /* the same bytes, unplaced */
+        pp_rx(&n->c[1], n->now, e, plen[1] - PP_PLACE_LEN);
+        TAP_OK(n->c[1].st.drops[PP_DROP_INCONS] == 2,
+               "placed fields: an unplaced packet of a placed message dropped");
+        pp_rx(&n->c[1], n->now, pkt[1], plen[1]);
+    }
+    m = pp_deliver(&n->c[1]);
+    TAP_OK(m && m->placed && m->len == 1508 && !memcmp(m->data, hdr, 8) &&
+           !memcmp(rg.buf + 1000, src, 1500),
+           "placed fields: the message lands at region offset 1000, header delivered");
+    if (m)
+        pp_msg_release(&n->c[1], m);
+    /* offsets past the region (the largest the wire carries) and an id never
+     * exposed: every byte discarded and counted, nothing written */
+    memcpy(snap, rg.buf, 8192);
+    pp_send_placed(&n->c[0], hdr, 8, src, 2500, 77, UINT32_MAX);
+    pp_send_placed(&n->c[0], hdr, 8, src, 300, 78, 0);
+    pp_send_placed(&n->c[0], hdr, 8, src, 700, 77, 7900);   /* 100 bytes fit */
+    for (int i = 0; i < 50 && got < 3; i++) {
+        net_step(n, 64);
+        while ((m = pp_deliver(&n->c[1])) != NULL) {
+            got++;
+            pp_msg_release(&n->c[1], m);
+        }
+    }
+    TAP_OK(got == 3 && n->c[1].st.rx_discarded == 2500 + 300 + 600 &&
+           !memcmp(rg.buf, snap, 7900) && !memcmp(rg.buf + 7900, src, 100) &&
+           !memcmp(rg.buf + 8000, snap + 8000, 192),
+           "placed fields: offsets outside the region and an unknown id: %llu bytes discarded, "
+           "nothing written outside (%d delivered)",
+           (unsigned long long)n->c[1].st.rx_discarded, got);
+    net_fini(n);
+    free(n);
+    free(snap);
+    free(rg.buf);
+}
+
+static uint64_t rtt_samples(const pp_conn_t *c)
+{
+    uint64_t k = 0;
+    for (uint32_t p = 0; p < c->cfg.npaths; p++)
+        k += c->paths[p].st.rtt_samples;
+    return k;
+}
+
+/* An ACK from rank 1 to rank 0 echoing psn with flags, at time now. */
+static void ack_echo(pp_conn_t *c, uint64_t now, uint32_t psn, int flags)
+{
+    pp_ack_t k;
+    memset(&k, 0, sizeof k);
+    k.h.magic = PP_MAGIC;
+    k.h.type = PP_T_ACK;
+    k.h.src = 1;
+    k.h.epoch = 0xbbbb;
+    k.h.tag = pp_tag(NET_KEY, 1, 0);
+    k.cum = c->snd_una;
+    k.echo_psn = psn;
+    k.echo_path = c->pk[psn % PP_WIN].path;
+    k.echo_flags = (uint8_t)flags;
+    pp_rx(c, now, &k, sizeof k);
+}
+
+/* RTT samples come from the sender's send times through the echoed PSN:
+ * the original's or the only retransmission's, none when ambiguous (Karn)
+ * or when the slot does not hold that PSN. */
+static void t_rtt_echo(void)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    pp_out_t o;
+    static uint8_t buf[3000];
+    uint64_t t0 = 1000000, t1 = 3000000, k;
+    int nretx = 0;
+    net_cfg(&cfg, 0, 100, 200);
+    pp_conn_init(&c, &cfg);
+    pp_send(&c, "h", 1, buf, sizeof buf - 1);
+    while (pp_tx_next(&c, t0, &o))
+        ;
+    TAP_OK(c.snd_nxt == 103, "rtt: three packets out (PSN 100..102)");
+    ack_echo(&c, t0 + 50000, 101, 0);
+    TAP_OK(rtt_samples(&c) == 1 && c.srtt_ns == 50000,
+           "rtt: the echo of PSN 101 gives 50 us from its send time (%llu ns)",
+           (unsigned long long)c.srtt_ns);
+    k = rtt_samples(&c);
+    ack_echo(&c, t0 + 60000, 103, 0);
+    ack_echo(&c, t0 + 60000, 99, 0);
+    ack_echo(&c, t0 + 60000, 100 - PP_WIN, 0);
+    ack_echo(&c, t0 + 60000, 100, PP_F_RETX);
+    TAP_OK(rtt_samples(&c) == k, "rtt: no sample from PSNs not sent, a slot not holding the "
+           "PSN, or a retransmission never made");
+    pp_poll(&c, t1);   /* every packet times out */
+    while (pp_tx_next(&c, t1, &o))
+        nretx++;
+    TAP_OK(nretx >= 1 && c.pk[100 % PP_WIN].retx == 1, "rtt: %d packets retransmitted", nretx);
+    k = rtt_samples(&c);
+    ack_echo(&c, t1 + 30000, 100, PP_F_RETX);
+    TAP_OK(rtt_samples(&c) == k + 1 && c.min_rtt_ns == 30000,
+           "rtt: the retransmission's echo measures from the retransmission (min %llu ns)",
+           (unsigned long long)c.min_rtt_ns);
+    ack_echo(&c, t1 + 40000, 100, 0);
+    TAP_OK(rtt_samples(&c) == k + 2 && c.paths[c.pk[100 % PP_WIN].path].st.srtt_ns > 30000,
+           "rtt: a late original's echo measures from the first send");
+    c.pk[100 % PP_WIN].retx = 2;
+    k = rtt_samples(&c);
+    ack_echo(&c, t1 + 50000, 100, PP_F_RETX);
+    TAP_OK(rtt_samples(&c) == k, "rtt: which of two retransmissions arrived is unknown: no "
+           "sample (Karn)");
+    pp_conn_fini(&c);
+}
+
 /* Drops every ACK for a while: the sender's timeouts resend packets the
  * receiver already has; its ACKs then report the duplicates and the RTO
  * floor rises above the configured one. */
 static int f_acks_lost_early(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
 {
     (void)len; (void)seq;
-    return from == 1 && p[4] == PP_T_ACK && n->now < 1000000 + 3000000 ? NET_DROP : NET_PASS;
+    return from == 1 && PKT_TYPE(p) == PP_T_ACK && n->now < 1000000 + 3000000 ? NET_DROP
+                                                                              : NET_PASS;
 }
 
 static void t_spurious_rto(void)
@@ -615,7 +847,7 @@ static int f_drop_path3(net_t *n, int from, const uint8_t *p, size_t len, uint64
 {
     pp_data_t d;
     (void)n; (void)seq;
-    if (from != 0 || len < sizeof d || p[4] != PP_T_DATA)
+    if (from != 0 || len < sizeof d || PKT_TYPE(p) != PP_T_DATA)
         return NET_PASS;
     memcpy(&d, p, sizeof d);
     return d.h.path == 3 && !(d.h.flags & PP_F_RETX) ? NET_DROP : NET_PASS;
@@ -704,7 +936,7 @@ static int f_drop_off_once(net_t *n, int from, const uint8_t *p, size_t len, uin
 {
     pp_data_t d;
     (void)seq;
-    if (from != 0 || len < sizeof d || p[4] != PP_T_DATA)
+    if (from != 0 || len < sizeof d || PKT_TYPE(p) != PP_T_DATA)
         return NET_PASS;
     memcpy(&d, p, sizeof d);
     if (d.off != 5000 || (d.h.flags & PP_F_RETX))
@@ -932,6 +1164,8 @@ int main(void)
     t_policies();
     t_small_one_path();
     t_placed();
+    t_placed_fields();
+    t_rtt_echo();
     t_spurious_rto();
     t_path_rto();
     t_pwin_loss();

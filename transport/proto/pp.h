@@ -27,7 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PP_MAGIC     0x31445550u     /* "PUD1": protocol and version */
+#define PP_MAGIC     0x3250u         /* bytes "P2" (little-endian host): plait, wire version 2;
+                                      * version 1 ("PUD1", 72-byte data header) reads as
+                                      * not-plait, and so does a byte-swapped host's */
 #define PP_WIN       8192            /* SACK bitmap / receive window, packets: covers
                                       * 2 x 1 Gbit/s with 20 ms of queue on a path at
                                       * 1500-byte MTU (1024 capped that at ~0.6 Gbit/s),
@@ -42,56 +44,127 @@
 
 enum { PP_T_DATA = 1, PP_T_ACK = 2 };
 enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4 };
+#define PP_F_ALL (PP_F_RETX | PP_F_CHUNK_END | PP_F_PLACED)   /* other bits: not-plait */
 
-/* Header shared by every packet (32 bytes). */
+/*
+ * Wire format, version 2. Every byte of a data packet's header is paid on
+ * every 1.5 KB frame, so nothing travels that the receiver knows or can
+ * derive; what remains is what the receiver cannot trust without seeing it.
+ *
+ *   common header (every packet), 24 bytes
+ *     magic    2  protocol and version: anything else is not-plait
+ *     type     1  DATA or ACK
+ *     flags    1  PP_F_*; unknown bits are not-plait (room for version 3)
+ *     path     2  sender's path index (ACKs: the path of the packet acked)
+ *     hlen     1  DATA: the ptl header length at the start of the message
+ *                 (in the byte alignment leaves free here); else 0
+ *     rsv      1  0
+ *     src      4  sending rank: which connection (the receiver is the other end)
+ *     epoch    4  sender's incarnation (its address card): a restarted
+ *                 rank's old packets are stale, not merged
+ *     tag      8  pp_tag(job key, src, dst): SipHash-2-4 keyed with the job
+ *                 key over the two ranks. Another job's packet, or one meant
+ *                 for another rank (dst does not travel: it is in the tag),
+ *                 mismatches but for a 2^-64 chance. Unlike the key it
+ *                 replaces, the tag does not reveal the key to a listener
+ *                 (the key also authenticates the tcp transport); it is not
+ *                 a MAC over the packet: it guards against accidents
+ *                 (strays, restarts, misrouting), not a forger on the path.
+ *   DATA, 40 bytes: common header, then
+ *     psn      4  packet sequence number (window, SACK, duplicates)
+ *     msg      4  message id (consecutive, wraps)
+ *     off      4  this packet's bytes start here in the message
+ *     msg_len  4  whole message: ptl header + payload (first packet to arrive
+ *                 sizes the buffer; later ones must agree)
+ *     payload: the rest of the datagram. Its length is the datagram's, not
+ *     a field: the datapath hands pp_parse / pp_rx the datagram's length,
+ *     checked against the MTU and the message (UDP's length and checksum
+ *     guard it on the wire; udp.c drops what the kernel truncated). No
+ *     chunk number (the receiver needs none: chunks are the sender's unit)
+ *     and no timestamp: RTT samples come from the sender's own send times,
+ *     found by the PSN the ACK echoes.
+ *   placed DATA (PP_F_PLACED), 52 bytes: the data header, then
+ *     place_id   8  the region the receiver exposed (pt2pt: its request id,
+ *                   a 64-bit counter: 32 bits would alias after 2^32
+ *                   requests of a long job)
+ *     place_off  4  where in the region the message's payload starts (pt2pt:
+ *                   bytes of the receive streamed before this frame); a
+ *                   frame starting 4 GiB or more into a region goes
+ *                   unplaced (udp.c), copied once on receipt. The place
+ *                   hook bounds-checks every write: nothing lands outside
+ *                   an exposed region, whatever the offset says.
+ *   ACK, 1072 bytes: common header (hlen 0), then cum, echo_psn (the PSN of
+ *     the packet that triggered the ACK), rwnd, credit, echo_path,
+ *     echo_flags (that packet's flags: RETX tells which copy arrived), dups,
+ *     and the SACK bitmap of PP_WIN bits.
+ *
+ * Byte order is the host's: one job runs on one endianness, and the layers
+ * above (ptl and pt2pt headers, user data) are host order as well, so
+ * converting here alone would buy nothing; a byte-swapped peer's packets
+ * fail the magic check. Fields are aligned at their size (no packing).
+ */
 typedef struct {
-    uint32_t magic;
+    uint16_t magic;
     uint8_t  type;
     uint8_t  flags;
     uint16_t path;      /* sender's path index (ACKs: path of the packet acked) */
-    uint64_t key;       /* the job key: packets of other jobs are dropped */
-    uint32_t src, dst;  /* ranks: the connection id is (src -> dst) */
+    uint8_t  hlen;      /* DATA: ptl header length at the start of the message; else 0 */
+    uint8_t  rsv;       /* 0 */
+    uint32_t src;       /* sending rank: the connection is (src -> the receiver) */
     uint32_t epoch;     /* sender's incarnation, from its address card */
-    uint32_t ts;        /* sender's clock, microseconds (echoed by ACKs) */
+    uint64_t tag;       /* pp_tag(key, src, dst): foreign jobs and misrouted packets mismatch */
 } pp_hdr_t;
 
 typedef struct {
     pp_hdr_t h;
     uint32_t psn;
     uint32_t msg;       /* message id (consecutive, wraps) */
-    uint32_t msg_len;   /* whole message: ptl header + payload */
     uint32_t off;       /* this packet's bytes start here in the message */
-    uint32_t chunk;     /* off / chunk size: checked */
-    uint16_t len;       /* payload bytes following this header */
-    uint8_t  hlen;      /* ptl header length at the start of the message */
-    uint8_t  rsv;
-    uint64_t place_id;  /* PP_F_PLACED: the payload (bytes after hlen) goes to the region */
-    uint64_t place_off; /* the receiver exposed as place_id, from this offset on */
+    uint32_t msg_len;   /* whole message: ptl header + payload */
 } pp_data_t;
+
+/* After pp_data_t when PP_F_PLACED: the payload (bytes after hlen) goes to
+ * the region the receiver exposed as place_id, from place_off on. 32-bit
+ * words only, so it packs to 12 bytes (place_id low word first). */
+typedef struct {
+    uint32_t place_id[2];
+    uint32_t place_off;
+} pp_place_t;
 
 typedef struct {
     pp_hdr_t h;
     uint32_t cum;       /* next PSN expected: everything before it arrived */
-    uint32_t echo_ts;   /* ts of the packet that triggered this ACK */
+    uint32_t echo_psn;  /* PSN of the packet that triggered this ACK (the sender's RTT sample) */
     uint32_t rwnd;      /* bytes the receiver can still buffer */
     uint32_t credit;    /* receiver-granted bytes (EQDS), cumulative: a lost ACK loses none */
     uint16_t echo_path;
     uint8_t  echo_flags;
-    uint8_t  rsv[3];
+    uint8_t  rsv;       /* 0 */
     uint32_t dups;      /* duplicates received so far, cumulative: tells the sender its
                          * retransmissions were spurious (like D-SACK) */
     uint8_t  sack[PP_WIN / 8];   /* bit i: PSN cum + 1 + i arrived */
 } pp_ack_t;
 
-#define PP_DATA_HDR sizeof(pp_data_t)
-#define PP_ACK_LEN  sizeof(pp_ack_t)
+#define PP_DATA_HDR     sizeof(pp_data_t)                         /* 40 */
+#define PP_PLACE_LEN    sizeof(pp_place_t)                        /* 12 */
+#define PP_DATA_HDR_MAX (PP_DATA_HDR + PP_PLACE_LEN)              /* 52: size cfg.mtu by this */
+#define PP_ACK_LEN      sizeof(pp_ack_t)                          /* 1072 */
+
+/* The header length of a data packet with these flags. */
+static inline size_t pp_data_hdr_len(unsigned flags)
+{
+    return PP_DATA_HDR + ((flags & PP_F_PLACED) ? PP_PLACE_LEN : 0);
+}
+
+/* The tag of packets from rank src to rank dst of the job with this key. */
+uint64_t pp_tag(uint64_t key, uint32_t src, uint32_t dst);
 
 /* Why a packet was dropped (counted per connection or per endpoint). */
 enum {
-    PP_DROP_TRUNC = 0,  /* shorter than its header or its length fields say */
-    PP_DROP_MAGIC,      /* not this protocol / version / type */
-    PP_DROP_KEY,        /* another job's key */
-    PP_DROP_CONN,       /* not addressed to this rank, or from an unknown rank */
+    PP_DROP_TRUNC = 0,  /* shorter than its header (ACK: not exactly its length) */
+    PP_DROP_MAGIC,      /* not this protocol / version / type; unknown flags, rsv not 0 */
+    PP_DROP_KEY,        /* tag mismatch: another job's packet, or meant for another rank */
+    PP_DROP_CONN,       /* from this rank itself, or from an unknown rank */
     PP_DROP_STALE,      /* an old incarnation (epoch) of the peer */
     PP_DROP_WINDOW,     /* PSN or message id outside the receive window */
     PP_DROP_BOUNDS,     /* offset / length / sizes out of bounds */
@@ -140,7 +213,8 @@ typedef struct {
     uint32_t my_epoch, peer_epoch;
     uint32_t tx_isn, rx_isn;     /* first PSN and message id each way (both sides agree) */
     uint32_t chunk;              /* bytes per chunk (PLAIT_CHUNK_SIZE) */
-    uint32_t mtu;                /* largest packet payload (datagram minus headers) */
+    uint32_t mtu;                /* largest packet payload (datagram minus headers: size it
+                                  * with PP_DATA_HDR_MAX, so placed packets fit as well) */
     uint32_t npaths;
     uint32_t dupthresh;          /* fast retransmit after this many later packets SACKed */
     uint32_t small;              /* messages below this go on one path */
@@ -171,7 +245,7 @@ void pp_cfg_default(pp_cfg_t *c);
 typedef struct {
     uint64_t now;
     uint32_t acked;       /* bytes newly acknowledged (cumulative or SACK) */
-    uint64_t rtt_ns;      /* sample from the echoed timestamp, 0 if none */
+    uint64_t rtt_ns;      /* sample from the echoed packet's send time, 0 if none */
     int      path;        /* path the sample belongs to */
     uint64_t inflight;    /* bytes in flight after this ACK */
 } pp_ack_info_t;
@@ -235,11 +309,11 @@ enum { PP_PK_FREE = 0, PP_PK_INFLIGHT, PP_PK_LOST, PP_PK_SACKED };
 
 typedef struct {
     pp_msg_t *msg;
-    uint32_t  off, chunk;
+    uint32_t  off;
     uint16_t  len;
     uint16_t  path;
     uint8_t   state, retx, chunk_end, rsv;
-    uint64_t  sent_ns, first_ns;
+    uint64_t  sent_ns, first_ns;   /* last and first transmission (RTT samples) */
 } pp_pkt_t;
 
 typedef struct {
@@ -271,6 +345,7 @@ typedef struct {
 
 struct pp_conn {
     pp_cfg_t  cfg;
+    uint64_t  tx_tag, rx_tag;     /* pp_tag(key, me, peer) and pp_tag(key, peer, me) */
     int       failed;             /* give-up reached: the error text is in why */
     uint64_t  now;                /* time of the latest call (for hooks without one) */
     char      why[160];
@@ -311,7 +386,7 @@ struct pp_conn {
     pp_msg_t *rmsg[PP_WIN];       /* by message id mod PP_WIN */
     size_t    rx_buffered;
     int       ack_pending;
-    uint32_t  ack_echo_ts;
+    uint32_t  ack_echo_psn;
     uint16_t  ack_echo_path;
     uint8_t   ack_echo_flags;
     uint32_t  credit_grant;       /* EQDS: bytes granted so far (cumulative, wraps) */
@@ -332,7 +407,7 @@ struct pp_conn {
  * 0 but for the first packet of a referenced message: its ptl header is in
  * the message, the payload in the caller's buffer), on path `path`. */
 typedef struct {
-    uint8_t     hdr[PP_ACK_LEN > PP_DATA_HDR ? PP_ACK_LEN : PP_DATA_HDR];
+    uint8_t     hdr[PP_ACK_LEN > PP_DATA_HDR_MAX ? PP_ACK_LEN : PP_DATA_HDR_MAX];
     size_t      hdr_len;
     const void *payload;
     size_t      len;
@@ -349,7 +424,9 @@ void pp_conn_fini(pp_conn_t *c);
 int  pp_send(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen);
 /* The same, but the receiver puts the payload straight at offset place_off
  * of the region it exposed as place_id (its cfg.place hook) instead of into
- * the message: pp_deliver's message then holds the header only. */
+ * the message: pp_deliver's message then holds the header only. place_off
+ * travels in 32 bits: beyond UINT32_MAX the message is invalid (-1; send
+ * it unplaced). place_id UINT64_MAX is "not placed". */
 int  pp_send_placed(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload, size_t plen,
                     uint64_t place_id, uint64_t place_off);
 /* Zero copy: as pp_send_placed (place_id UINT64_MAX: not placed), but the
@@ -379,7 +456,10 @@ int  pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out);
 int  pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out);
 /* Timers (RTO, give-up): returns 1 when the connection just failed. */
 int  pp_poll(pp_conn_t *c, uint64_t now);
-/* Handles one received packet already checked by pp_parse for this conn. */
+/* Handles one received packet (len: the whole datagram) that pp_parse
+ * accepted from this conn's peer; its header is checked again against the
+ * connection (rank, tag, epoch) and its fields against the window and
+ * bounds. */
 void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len);
 /* The next message in order, complete, or NULL; free it with pp_msg_release. */
 pp_msg_t *pp_deliver(pp_conn_t *c);
@@ -391,8 +471,9 @@ int  pp_idle(const pp_conn_t *c);
 /* Fills st (cwnd etc. as of now). */
 void pp_stats(const pp_conn_t *c, pp_stats_t *st);
 
-/* Structural check of a packet before any connection is looked up: returns
- * -1 when it is well formed (then *src and *type are set), else a PP_DROP_*
+/* Structural check of a packet (len: the whole datagram) before any
+ * connection is looked up: returns -1 when it is well formed and its tag is
+ * pp_tag(key, src, me) (then *src and *type are set), else a PP_DROP_*
  * reason. me and key: this endpoint's rank and the job key. */
 int  pp_parse(const void *pkt, size_t len, uint64_t key, uint32_t me, uint32_t *src, int *type);
 

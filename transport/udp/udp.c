@@ -390,7 +390,10 @@ static void udp_conn_cfg(udp_t *u, int peer, const udp_card_t *card, pp_cfg_t *c
     c->tx_isn = udp_isn(u->epoch, u->job->rank, peer);
     c->rx_isn = udp_isn(card->epoch, peer, u->job->rank);
     c->chunk = (uint32_t)g->chunk_size;
-    c->mtu = mtu - 28 - (uint32_t)PP_DATA_HDR;          /* IPv4 + UDP headers */
+    /* IPv4 + UDP headers, and the largest data header (a placed packet's):
+     * every packet of a chunk but its last has this payload, placed or not,
+     * so GSO runs stay equal-sized and no datagram passes the MTU */
+    c->mtu = mtu - 28 - (uint32_t)PP_DATA_HDR_MAX;
     if (c->mtu > c->chunk)
         c->mtu = c->chunk;
     if (c->mtu > 65000)
@@ -710,6 +713,10 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
         now = prt_now_ns();
         for (int i = 0; i < n; i++) {
             size_t len = r->m[i].msg_len, seg = udp_gro_size(&r->m[i].msg_hdr);
+            if (r->m[i].msg_hdr.msg_flags & MSG_TRUNC) {   /* lengths come from the datagram */
+                atomic_fetch_add(&u->drops[PP_DROP_TRUNC], 1);
+                continue;
+            }
             if (!seg || seg > len)
                 seg = len;
             for (size_t off = 0; off < len; off += seg)
@@ -871,6 +878,10 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
     if (p->conn.failed) {
         pthread_mutex_unlock(&p->lock);
         return prt_err(PLAIT_ERR_PEER, "udp: %s", p->conn.why);
+    }
+    if (place_off > UINT32_MAX) {   /* the wire's place_off has 32 bits (pp.h): this frame */
+        place_id = UINT64_MAX;      /* goes unplaced, copied once by the receiver's pt2pt */
+        place_off = 0;
     }
     ref = cookie && u->cfg.udp_zcopy_min && plen >= u->cfg.udp_zcopy_min;
     rc = ref ? pp_send_ref(&p->conn, hdr, hlen, payload, plen, place_id, place_off, cookie)
