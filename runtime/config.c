@@ -43,10 +43,10 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
     {"PLAIT_CC", PRT_CFG_ENUM, "cubic", "cubic|swift|dgpool|eqds",
      "congestion control of the udp transport (dgpool: delay gradient with a token pool; "
      "eqds: receiver credits)", CFG_AT(cc)},
-    {"PLAIT_LB", PRT_CFG_ENUM, "p2c", "p2c|spray|ackclock|pwin",
+    {"PLAIT_LB", PRT_CFG_ENUM, "pwin", "p2c|spray|ackclock|pwin",
      "path choice per chunk of the udp transport (p2c: power of two choices on path RTT; "
-     "pwin: p2c among paths with room in their own windows, loss shrinks its path only)",
-     CFG_AT(lb)},
+     "pwin: p2c among paths with room in their own windows, a congestion loss shrinks "
+     "its path only)", CFG_AT(lb)},
     {"PLAIT_UDP_DUPACK", PRT_CFG_INT, "128", NULL,
      "later packets SACKed before a packet counts as lost (large: spraying reorders)",
      CFG_AT(udp_dupthresh)},

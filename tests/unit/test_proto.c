@@ -911,6 +911,68 @@ static void t_pwin_steer(void)
     pp_conn_fini(&c);
 }
 
+/* pwin: a loss cuts a path's window only where that path shows congestion:
+ * its queue-inclusive RTT above base + max(base / 2, 500 us), or no fresh
+ * acknowledgement (its delay estimate is stale: everything may be dropping). */
+static void t_pwin_random_loss(void)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    uint64_t now = 50000000;
+    double w;
+    net_cfg(&cfg, 0, 1, 2);
+    cfg.lb = &pp_lb_pwin;
+    pp_conn_init(&c, &cfg);
+    c.now = now;
+    for (int p = 0; p < 3; p++) {
+        c.paths[p].st.min_rtt_ns = 100000;
+        c.paths[p].qrtt_ns = 120000;
+        c.paths[p].qvar_ns = 10000;
+        c.paths[p].acked_sent_ns = now - 100000;
+        c.paths[p].cwnd = 64000;
+    }
+    c.paths[1].qrtt_ns = 100000 + 2000000;               /* a 2 ms queue */
+    c.paths[2].acked_sent_ns = now - 20000000;           /* nothing back for 20 ms */
+    w = c.paths[0].cwnd;
+    for (int p = 0; p < 3; p++)
+        c.cfg.lb->on_loss(&c, p);
+    TAP_OK(c.paths[0].cwnd == w, "pwin: a loss on a queue-free path keeps its window (%.0f B)",
+           c.paths[0].cwnd);
+    TAP_OK(c.paths[1].cwnd == w / 2, "pwin: a loss on a path with a 2 ms queue halves it");
+    TAP_OK(c.paths[2].cwnd == w / 2, "pwin: a loss on a path with no fresh ACK halves it");
+    pp_conn_fini(&c);
+}
+
+/* cubic: the window stops growing (and slow start ends) while even the least
+ * queued path holds more than 1 ms of queue; one short path lets it grow. */
+static void t_cubic_queue_guard(void)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    pp_ack_info_t a = {.now = 60000000, .acked = 4000, .rtt_ns = 2200000, .path = 0};
+    double w;
+    net_cfg(&cfg, 0, 1, 2);
+    cfg.cc = &pp_cc_cubic;
+    pp_conn_init(&c, &cfg);
+    c.min_rtt_ns = 100000;
+    c.srtt_ns = 2000000;
+    for (uint32_t p = 0; p < cfg.npaths; p++)
+        c.paths[p].qrtt_ns = 100000 + 1500000;
+    w = c.cc.cwnd;
+    for (int k = 0; k < 10; k++)
+        c.cfg.cc->on_ack(&c, &a);
+    TAP_OK(c.cc.cwnd == w && c.cc.ssthresh == w,
+           "cubic: every path queues 1.5 ms: the window holds at %.0f B and slow start ends",
+           c.cc.cwnd);
+    c.paths[6].qrtt_ns = 300000;
+    a.rtt_ns = 300000;
+    for (int k = 0; k < 10; k++)
+        c.cfg.cc->on_ack(&c, &a);
+    TAP_OK(c.cc.cwnd > w, "cubic: one path with a short queue: the window grows (%.0f -> %.0f B)",
+           w, c.cc.cwnd);
+    pp_conn_fini(&c);
+}
+
 /* ------------------------------------------------ referenced payloads */
 
 /* Reaps sender c[0]'s finished referenced messages into seen[cookie]
@@ -1170,6 +1232,8 @@ int main(void)
     t_path_rto();
     t_pwin_loss();
     t_pwin_steer();
+    t_pwin_random_loss();
+    t_cubic_queue_guard();
     t_zc_retx_reads_ref();
     t_zc_after_last_ack();
     t_zc_give_up();

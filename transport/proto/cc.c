@@ -63,12 +63,45 @@ static void win_init(pp_conn_t *c)
 #define CUBIC_BETA 0.7
 #define CUBIC_C    0.4     /* chunks / ms^3 */
 
+/* Queue delay at which CUBIC stops growing. Loss alone would have it fill
+ * every bottleneck queue until it overflows: past a 5 ms tbf queue each
+ * probe dropped a burst (10% of the packets on 2 x 1 Gbit/s), and the
+ * retransmissions and timeouts that followed left the links idle 10% of
+ * the time. Holding the window while even the least queued path shows this
+ * much queue keeps a standing queue, so the links stay busy and nothing
+ * overflows; losses still cut it as CUBIC does. */
+#define CUBIC_QDELAY_NS 1000000
+
+/* The smallest queue-inclusive RTT among the paths (0: none measured). */
+static uint64_t least_queued_rtt(const pp_conn_t *c)
+{
+    uint64_t best = 0;
+    for (uint32_t p = 0; p < c->cfg.npaths; p++) {
+        uint64_t q = c->paths[p].qrtt_ns;
+        if (q && (!best || q < best))
+            best = q;
+    }
+    return best;
+}
+
+static int cubic_queue_full(pp_conn_t *c)
+{
+    uint64_t q = least_queued_rtt(c);
+    return q && c->min_rtt_ns && q > c->min_rtt_ns + CUBIC_QDELAY_NS;
+}
+
 static void cubic_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
 {
     pp_ccstate_t *s = &c->cc;
     double chunk = c->cfg.chunk, t, target;
     if (!a->acked)
         return;
+    if (cubic_queue_full(c)) {
+        if (s->cwnd < s->ssthresh)
+            s->ssthresh = s->cwnd;   /* leave slow start: the pipe is full */
+        s->epoch_ns = 0;             /* growth resumes from here, gently (K = 0) */
+        return;
+    }
     if (s->cwnd < s->ssthresh) {
         s->cwnd = clampw(c, s->cwnd + a->acked);
         return;

@@ -5,7 +5,8 @@
  *  spray    : uniformly random path per chunk, skipping paths that lost a
  *             packet in the last few RTTs.
  *  p2c      : power of two choices: sample two paths, take the one with the
- *             lower smoothed RTT (an unmeasured path wins, so all get probed).
+ *             lower smoothed RTT (an unmeasured path wins, so all get probed);
+ *             no per-path limit.
  *  ackclock : ACK-clocked: an ACK that came back fast (RTT near the
  *             connection's minimum) clocks out two more chunks on its path,
  *             a moderately slow one one chunk, a slow one none; with nothing
@@ -13,7 +14,9 @@
  *  pwin     : per-path windows (uncoupled, MPTCP / UEC style): each path has
  *             its own Reno-like window (slow start, one MTU per window per
  *             RTT, halved on a loss on that path, at most once per that
- *             path's RTT); a chunk goes to the cheapest path (p2c's cost)
+ *             path's RTT, and only when that path's packets see a queue or
+ *             stopped coming back: an isolated random loss on a queue-free
+ *             path cuts nothing); a chunk goes to the cheapest path (p2c's cost)
  *             among those with room, and waits when none has. A loss on one
  *             path shrinks that path only, so a slow or lossy path takes its
  *             own share and no more, without slowing the others; the CC's
@@ -137,12 +140,29 @@ static void pwin_on_acked(pp_conn_t *c, int path, uint32_t bytes)
         pa->cwnd = maxw;
 }
 
+/* A loss on a path whose packets see no queue is a random loss, not
+ * congestion, and the path's window stays: its send-to-ACK time is within
+ * half its base RTT (or 500 us) of that base, and that time is fresh (a
+ * packet sent within about two of its RTTs was acknowledged). A path whose
+ * queue has built up (a full tbf, a slow link), or whose packets all stopped
+ * coming back (every one dropped: its delay estimate is stale), is cut. */
+static int pwin_congested(const pp_conn_t *c, const pp_path_t *pa, uint64_t now)
+{
+    uint64_t base = pa->st.min_rtt_ns ? pa->st.min_rtt_ns : c->min_rtt_ns;
+    uint64_t slack = base / 2 > 500000 ? base / 2 : 500000;
+    if (!base || !pa->qrtt_ns || pa->qrtt_ns > base + slack)
+        return 1;
+    return now > pa->acked_sent_ns + 2 * (pa->qrtt_ns + 4 * pa->qvar_ns) + slack;
+}
+
 static void pwin_on_loss(pp_conn_t *c, int path)
 {
     pp_path_t *pa = &c->paths[path];
     uint64_t now = c->now, rtt = pa->qrtt_ns ? pa->qrtt_ns : c->srtt_ns;
     if (pa->cut_ns && now - pa->cut_ns < rtt)
         return;   /* one cut per loss episode of this path */
+    if (!pwin_congested(c, pa, now))
+        return;
     pa->cut_ns = now;
     pa->cwnd /= 2;
     if (pa->cwnd < c->cfg.mtu)
@@ -153,6 +173,7 @@ static void pwin_on_loss(pp_conn_t *c, int path)
 const pp_lb_ops_t pp_lb_pwin = {.name = "pwin", .select_path = pwin_select, .init = pwin_init,
                                 .on_acked = pwin_on_acked, .on_loss = pwin_on_loss,
                                 .path_loss = 1};
+
 
 #define CLOCK_RING (sizeof(((pp_conn_t *)0)->clock_ring) / sizeof(uint16_t))
 
