@@ -912,7 +912,7 @@ static void t_pwin_steer(void)
 }
 
 /* pwin: a loss cuts a path's window only where that path shows congestion:
- * its queue-inclusive RTT above base + max(base / 2, 500 us), or no fresh
+ * its queue-inclusive RTT above base + max(base / 2, 2 x PP_QUEUE_TARGET_NS), or no fresh
  * acknowledgement (its delay estimate is stale: everything may be dropping). */
 static void t_pwin_random_loss(void)
 {
@@ -931,14 +931,14 @@ static void t_pwin_random_loss(void)
         c.paths[p].acked_sent_ns = now - 100000;
         c.paths[p].cwnd = 64000;
     }
-    c.paths[1].qrtt_ns = 100000 + 2000000;               /* a 2 ms queue */
+    c.paths[1].qrtt_ns = 100000 + 3 * PP_QUEUE_TARGET_NS;   /* past the standing queue */
     c.paths[2].acked_sent_ns = now - 20000000;           /* nothing back for 20 ms */
     w = c.paths[0].cwnd;
     for (int p = 0; p < 3; p++)
         c.cfg.lb->on_loss(&c, p);
-    TAP_OK(c.paths[0].cwnd == w, "pwin: a loss on a queue-free path keeps its window (%.0f B)",
+    TAP_OK(c.paths[0].cwnd == w, "pwin: a loss on a path with a short queue keeps its window (%.0f B)",
            c.paths[0].cwnd);
-    TAP_OK(c.paths[1].cwnd == w / 2, "pwin: a loss on a path with a 2 ms queue halves it");
+    TAP_OK(c.paths[1].cwnd == w / 2, "pwin: a loss on a path with a 3 ms queue halves it");
     TAP_OK(c.paths[2].cwnd == w / 2, "pwin: a loss on a path with no fresh ACK halves it");
     pp_conn_fini(&c);
 }

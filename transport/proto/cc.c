@@ -63,14 +63,13 @@ static void win_init(pp_conn_t *c)
 #define CUBIC_BETA 0.7
 #define CUBIC_C    0.4     /* chunks / ms^3 */
 
-/* Queue delay at which CUBIC stops growing. Loss alone would have it fill
- * every bottleneck queue until it overflows: past a 5 ms tbf queue each
- * probe dropped a burst (10% of the packets on 2 x 1 Gbit/s), and the
- * retransmissions and timeouts that followed left the links idle 10% of
- * the time. Holding the window while even the least queued path shows this
- * much queue keeps a standing queue, so the links stay busy and nothing
- * overflows; losses still cut it as CUBIC does. */
-#define CUBIC_QDELAY_NS 1000000
+/* CUBIC stops growing at PP_QUEUE_TARGET_NS of queue. Loss alone would
+ * have it fill every bottleneck queue until it overflows: past a 5 ms tbf
+ * queue each probe dropped a burst (10% of the packets on 2 x 1 Gbit/s),
+ * and the retransmissions and timeouts that followed left the links idle
+ * 10% of the time. Holding the window while even the least queued path
+ * shows that much queue keeps a standing queue, so the links stay busy and
+ * nothing overflows; losses still cut it as CUBIC does. */
 
 /* The smallest queue-inclusive RTT among the paths (0: none measured). */
 static uint64_t least_queued_rtt(const pp_conn_t *c)
@@ -87,7 +86,7 @@ static uint64_t least_queued_rtt(const pp_conn_t *c)
 static int cubic_queue_full(pp_conn_t *c)
 {
     uint64_t q = least_queued_rtt(c);
-    return q && c->min_rtt_ns && q > c->min_rtt_ns + CUBIC_QDELAY_NS;
+    return q && c->min_rtt_ns && q > c->min_rtt_ns + PP_QUEUE_TARGET_NS;
 }
 
 static void cubic_on_ack(pp_conn_t *c, const pp_ack_info_t *a)

@@ -38,6 +38,10 @@
                                       * stalled the sender there); the ACK (1 KB of
                                       * bitmap) still fits a 1500-byte datagram */
 #define PP_MAX_PATHS 256
+#define PP_QUEUE_TARGET_NS 1000000   /* the standing queue the window may build (cubic
+                                      * holds above it: cc.c); a loss on a path queueing
+                                      * less than twice this is taken as random, not
+                                      * congestion (pwin: lb.c) */
 #define PP_MAX_HLEN  64              /* largest ptl header inside a message */
 #define PP_MSG_CACHE 8               /* large message buffers kept per connection */
 #define PP_MSG_BIG   65536           /* from this size a message buffer is cached */
