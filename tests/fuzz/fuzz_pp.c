@@ -80,10 +80,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             len = size;
         take = len;
         memcpy(pkt, data, len);
-        if ((mode & 7) == 7) {   /* an ACK of exactly its length: zeros after the input */
-            if (len < PP_ACK_LEN)
-                memset(pkt + len, 0, PP_ACK_LEN - len);
-            len = PP_ACK_LEN;
+        if ((mode & 7) == 7) {   /* an ACK of exactly its length (full, or short without
+                                  * the bitmap): zeros after the input */
+            size_t want = (mode & 8) ? PP_ACK_SHORT : PP_ACK_LEN;
+            if (len < want)
+                memset(pkt + len, 0, want - len);
+            len = want;
         }
         if ((mode & 1) && len >= sizeof(pp_hdr_t)) {
             pp_hdr_t h;

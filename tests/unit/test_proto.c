@@ -385,8 +385,12 @@ static void t_field_checks(void)
         pp_rx(&n->c[0], n->now, &k, sizeof k);
         TAP_OK(n->c[0].st.drops[PP_DROP_BADACK] == 2, "fields: SACK bit beyond what was sent");
         k.sack[10] = 0;
-        TAP_OK(pp_parse(&k, sizeof k - 1, NET_KEY, 0, &src, &type) == PP_DROP_TRUNC,
-               "fields: short ACK refused by the parser");
+        TAP_OK(pp_parse(&k, sizeof k - 1, NET_KEY, 0, &src, &type) == PP_DROP_TRUNC &&
+               pp_parse(&k, PP_ACK_SHORT + 1, NET_KEY, 0, &src, &type) == PP_DROP_TRUNC &&
+               pp_parse(&k, PP_ACK_SHORT - 1, NET_KEY, 0, &src, &type) == PP_DROP_TRUNC,
+               "fields: ACKs cut inside the bitmap or the header refused by the parser");
+        TAP_OK(pp_parse(&k, PP_ACK_SHORT, NET_KEY, 0, &src, &type) == -1 && type == PP_T_ACK,
+               "fields: an ACK without its bitmap (%zu bytes) parses", (size_t)PP_ACK_SHORT);
         k.rsv = 1;
         TAP_OK(pp_parse(&k, sizeof k, NET_KEY, 0, &src, &type) == PP_DROP_MAGIC,
                "fields: ACK with its reserved byte set");
@@ -911,6 +915,51 @@ static void t_pwin_steer(void)
     pp_conn_fini(&c);
 }
 
+/* Records the length of every ACK side 1 sends (arg: size_t[2] {short, full}). */
+static int f_ack_sizes(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    size_t *count = n->arg;
+    (void)seq;
+    if (from == 1 && PKT_TYPE(p) == PP_T_ACK)
+        count[len == PP_ACK_SHORT ? 0 : 1]++;
+    return NET_PASS;
+}
+
+/* Drops side 0's 5th data packet once (a hole: SACK bits to report). */
+static int f_ack_sizes_hole(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    if (from == 0 && seq == 4 && PKT_TYPE(p) == PP_T_DATA)
+        return NET_DROP;
+    return f_ack_sizes(n, from, p, len, seq);
+}
+
+/* In-order arrivals are acknowledged without the SACK bitmap; a hole brings
+ * the full ACK; both kinds are understood (everything delivered). */
+static void t_short_ack(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    size_t count[2] = {0, 0};
+    net_cfg(&a, 0, 31, 32);
+    net_cfg(&b, 1, 31, 32);
+    net_init(n, &a, &b);
+    n->arg = count;
+    n->filter = f_ack_sizes;
+    xfer_ok("short ACKs, no loss", transfer(n, 20, 64, 1), 20);
+    TAP_OK(count[0] > 0 && count[1] == 0, "short ACKs: in order, %zu short and %zu full ACKs",
+           count[0], count[1]);
+    net_fini(n);
+    count[0] = count[1] = 0;
+    net_init(n, &a, &b);
+    n->arg = count;
+    n->filter = f_ack_sizes_hole;
+    xfer_ok("short ACKs, one hole", transfer(n, 20, 64, 1), 20);
+    TAP_OK(count[1] > 0, "short ACKs: a hole brings full ACKs (%zu short, %zu full)", count[0],
+           count[1]);
+    net_fini(n);
+    free(n);
+}
+
 /* pwin: a loss cuts a path's window only where that path shows congestion:
  * its queue-inclusive RTT above base + max(base / 2, 2 x PP_QUEUE_TARGET_NS), or no fresh
  * acknowledgement (its delay estimate is stale: everything may be dropping). */
@@ -1233,6 +1282,7 @@ int main(void)
     t_pwin_loss();
     t_pwin_steer();
     t_pwin_random_loss();
+    t_short_ack();
     t_cubic_queue_guard();
     t_zc_retx_reads_ref();
     t_zc_after_last_ack();

@@ -968,7 +968,7 @@ static int hdr_check(const void *pkt, size_t len, pp_hdr_t *h)
         uint8_t rsv;
         if (h->flags || h->hlen)
             return PP_DROP_MAGIC;
-        if (len != PP_ACK_LEN)
+        if (len != PP_ACK_LEN && len != PP_ACK_SHORT)
             return PP_DROP_TRUNC;
         memcpy(&rsv, (const uint8_t *)pkt + offsetof(pp_ack_t, rsv), 1);
         if (rsv)
@@ -1042,15 +1042,18 @@ void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len)
         rx_data(c, now, pkt, len);
     } else {
         pp_ack_t a;
-        memcpy(&a, pkt, sizeof a);
+        memset(a.sack, 0, sizeof a.sack);   /* a short ACK: no SACK bit */
+        memcpy(&a, pkt, len < sizeof a ? len : sizeof a);
         rx_ack(c, now, &a);
     }
 }
 
 /* The SACK bitmap relative to cum (bit i: PSN cum + 1 + i) from the
- * receive bitmap (indexed by PSN mod PP_WIN): only set bits cost work. */
-static void sack_fill(const pp_conn_t *c, uint32_t cum, uint8_t *sack)
+ * receive bitmap (indexed by PSN mod PP_WIN): only set bits cost work.
+ * Returns whether any bit was set. */
+static int sack_fill(const pp_conn_t *c, uint32_t cum, uint8_t *sack)
 {
+    int any = 0;
     for (int byte = 0; byte < PP_WIN / 8; byte++) {
         uint8_t v = c->rcv_bits[byte];
         while (v) {
@@ -1058,10 +1061,13 @@ static void sack_fill(const pp_conn_t *c, uint32_t cum, uint8_t *sack)
             uint32_t idx = (uint32_t)(byte * 8 + bit);
             uint32_t i = (idx - (cum + 1)) % PP_WIN;   /* PP_WIN divides 2^32 */
             v &= (uint8_t)(v - 1);
-            if (i < PP_WIN - 1)
+            if (i < PP_WIN - 1) {
                 sack[i / 8] |= (uint8_t)(1u << (i % 8));
+                any = 1;
+            }
         }
     }
+    return any;
 }
 
 int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
@@ -1081,9 +1087,8 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     a.rwnd = room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
     a.credit = c->credit_grant;
     a.dups = (uint32_t)c->st.drops[PP_DROP_DUP];
-    sack_fill(c, a.cum, a.sack);
-    memcpy(out->hdr, &a, sizeof a);
-    out->hdr_len = sizeof a;
+    out->hdr_len = sack_fill(c, a.cum, a.sack) ? sizeof a : PP_ACK_SHORT;
+    memcpy(out->hdr, &a, out->hdr_len);
     out->payload = out->payload2 = NULL;
     out->len = out->len2 = 0;
     out->path = a.h.path;

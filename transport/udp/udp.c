@@ -446,6 +446,22 @@ static int udp_connect_peer(udp_t *u, int peer)
     return PLAIT_OK;
 }
 
+/* Points the receive batch's headers at its buffers, once: recvmmsg only
+ * changes the lengths (msg_controllen is restored after each use), so an
+ * empty poll costs the syscall alone. */
+static void udp_rxb_init(udp_rxb_t *r)
+{
+    memset(r->m, 0, sizeof r->m);
+    for (int i = 0; i < UDP_BATCH; i++) {
+        r->iov[i].iov_base = r->bufs[i];
+        r->iov[i].iov_len = UDP_RXBUF;
+        r->m[i].msg_hdr.msg_iov = &r->iov[i];
+        r->m[i].msg_hdr.msg_iovlen = 1;
+        r->m[i].msg_hdr.msg_control = r->ctl[i];
+        r->m[i].msg_hdr.msg_controllen = sizeof r->ctl[i];
+    }
+}
+
 static void *udp_engine_main(void *arg);
 
 int ptl_udp_connect(ptl_tl_t *tl)
@@ -474,6 +490,7 @@ int ptl_udp_connect(ptl_tl_t *tl)
         g->rxb = malloc(sizeof *g->rxb);
         if (!g->txb || !g->rxb)
             return prt_err(PLAIT_ERR_NOMEM, "udp: no memory for engine %d's buffers", e);
+        udp_rxb_init(g->rxb);
         ev.data.u32 = UDP_KICK_TAG;
         if (g->epfd < 0 || g->kickfd < 0 || epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->kickfd, &ev) != 0)
             return prt_err(PLAIT_ERR_TRANSPORT, "udp: epoll: %s", strerror(errno));
@@ -700,15 +717,6 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
     int total = 0, n;
     do {
         uint64_t now;
-        for (int i = 0; i < UDP_BATCH; i++) {
-            memset(&r->m[i].msg_hdr, 0, sizeof r->m[i].msg_hdr);
-            r->iov[i].iov_base = r->bufs[i];
-            r->iov[i].iov_len = UDP_RXBUF;
-            r->m[i].msg_hdr.msg_iov = &r->iov[i];
-            r->m[i].msg_hdr.msg_iovlen = 1;
-            r->m[i].msg_hdr.msg_control = r->ctl[i];
-            r->m[i].msg_hdr.msg_controllen = sizeof r->ctl[i];
-        }
         n = recvmmsg(fd, r->m, UDP_BATCH, MSG_DONTWAIT, NULL);
         udp_count(&u->st_syscalls);
         if (n <= 0)
@@ -716,6 +724,7 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
         now = prt_now_ns();
         for (int i = 0; i < n; i++) {
             size_t len = r->m[i].msg_len, seg = udp_gro_size(&r->m[i].msg_hdr);
+            r->m[i].msg_hdr.msg_controllen = sizeof r->ctl[i];   /* the kernel shrank it */
             if (r->m[i].msg_hdr.msg_flags & MSG_TRUNC) {   /* lengths come from the datagram */
                 atomic_fetch_add(&u->drops[PP_DROP_TRUNC], 1);
                 continue;
