@@ -306,6 +306,11 @@ static void t_field_checks(void)
         e = d; e.h.flags |= PP_F_PLACED; PUT(e);
         TAP_OK(PARSE(pkt, PP_DATA_HDR_MAX - 1) == PP_DROP_TRUNC,
                "fields: placed flag on a datagram shorter than the placed header");
+        e = d; e.h.flags |= PP_F_PLACED | PP_F_ACK; PUT(e);
+        TAP_OK(PARSE(pkt, len) == PP_DROP_MAGIC, "fields: a piggybacked ACK on a placed packet");
+        e = d; e.h.flags |= PP_F_ACK; PUT(e);
+        TAP_OK(PARSE(pkt, PP_DATA_HDR + PP_PIGGY_LEN - 1) == PP_DROP_TRUNC,
+               "fields: ACK flag on a datagram shorter than the data header and its ACK");
         e = d; e.h.tag = pp_tag(NET_KEY ^ 1, 0, 1); PUT(e);
         TAP_OK(PARSE(pkt, len) == PP_DROP_KEY, "fields: another job's tag");
         e = d; e.h.tag ^= 1ull << 40; PUT(e);
@@ -960,6 +965,66 @@ static void t_short_ack(void)
     free(n);
 }
 
+/* Side s sends a 100-byte message numbered id and transmits it (and any
+ * ACK it still owes, which finds nothing to say once it rode on the data). */
+static void piggy_send(net_t *n, int s, int id)
+{
+    uint8_t hdr[8] = {0}, body[100];
+    pp_out_t o;
+    memcpy(hdr, &id, sizeof id);
+    memset(body, id & 0xff, sizeof body);
+    pp_send(&n->c[s], hdr, sizeof hdr, body, sizeof body);
+    while (pp_tx_next(&n->c[s], n->now, &o))
+        net_emit(n, s, &o);
+}
+
+/* Side s takes the message it expects (id); 1 when intact. */
+static int piggy_take(net_t *n, int s, int id)
+{
+    pp_msg_t *m = pp_deliver(&n->c[s]);
+    int got = -1, ok;
+    if (!m)
+        return 0;
+    memcpy(&got, m->data, sizeof got);
+    ok = got == id && m->len == 108 && m->data[8] == (uint8_t)(id & 0xff) &&
+         m->data[107] == (uint8_t)(id & 0xff);
+    pp_msg_release(&n->c[s], m);
+    return ok;
+}
+
+/* Request-reply: each reply carries the ACK of its request and each
+ * request the ACK of the last reply, so no ACK packet is needed; the
+ * sender's window empties through the piggybacked ACKs alone. */
+static void t_piggyback(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    pp_out_t o;
+    int ok = 1, acks_alone = 0;
+    net_cfg(&a, 0, 41, 42);
+    net_cfg(&b, 1, 41, 42);
+    net_init(n, &a, &b);
+    for (int i = 0; i < 50; i++) {
+        piggy_send(n, 0, i);
+        net_deliver(n);
+        ok &= piggy_take(n, 1, i);
+        piggy_send(n, 1, 1000 + i);
+        acks_alone += pp_ack_next(&n->c[1], n->now, &o);
+        net_deliver(n);
+        ok &= piggy_take(n, 0, 1000 + i);
+    }
+    TAP_OK(ok, "piggyback: 50 requests and replies intact and in order");
+    TAP_OK(acks_alone == 0 && n->c[1].st.acks_piggy == 50 && n->c[0].st.acks_piggy == 49,
+           "piggyback: every ACK rode on data (%llu + %llu on data, %d left to send alone)",
+           (unsigned long long)n->c[0].st.acks_piggy, (unsigned long long)n->c[1].st.acks_piggy,
+           acks_alone);
+    TAP_OK(n->c[0].snd_una == n->c[0].snd_nxt && n->c[1].snd_nxt - n->c[1].snd_una == 1,
+           "piggyback: every request acknowledged, every reply but the last (nothing carried "
+           "its ACK yet)");
+    net_fini(n);
+    free(n);
+}
+
 /* pwin: a loss cuts a path's window only where that path shows congestion:
  * its queue-inclusive RTT above base + max(base / 2, 2 x PP_QUEUE_TARGET_NS), or no fresh
  * acknowledgement (its delay estimate is stale: everything may be dropping). */
@@ -1283,6 +1348,7 @@ int main(void)
     t_pwin_steer();
     t_pwin_random_loss();
     t_short_ack();
+    t_piggyback();
     t_cubic_queue_guard();
     t_zc_retx_reads_ref();
     t_zc_after_last_ack();

@@ -112,18 +112,11 @@ static inline void net_emit(net_t *n, int from, const pp_out_t *o)
         net_enqueue(n, !from, pkt, len);
 }
 
-/* One step: each side sends what it may (up to burst packets) and its ACK,
- * then every queued packet is delivered (parsed first, as a datapath does). */
-static inline void net_step(net_t *n, int burst)
+/* Delivers every queued packet (parsed first, as a datapath does) after 10 us. */
+static inline void net_deliver(net_t *n)
 {
-    pp_out_t o;
-    net_pkt_t q[NET_MAXQ];
+    static net_pkt_t q[NET_MAXQ];
     int nq;
-    for (int s = 0; s < 2; s++) {
-        pp_poll(&n->c[s], n->now);
-        for (int k = 0; k < burst && pp_tx_next(&n->c[s], n->now, &o); k++)
-            net_emit(n, s, &o);
-    }
     memcpy(q, n->q, sizeof(net_pkt_t) * (size_t)n->nq);
     nq = n->nq;
     n->nq = 0;
@@ -140,6 +133,19 @@ static inline void net_step(net_t *n, int burst)
             n->parse_drops[PP_DROP_CONN]++;
         free(p->buf);
     }
+}
+
+/* One step: each side sends what it may (up to burst packets), every queued
+ * packet is delivered, then each side sends the ACK it owes. */
+static inline void net_step(net_t *n, int burst)
+{
+    pp_out_t o;
+    for (int s = 0; s < 2; s++) {
+        pp_poll(&n->c[s], n->now);
+        for (int k = 0; k < burst && pp_tx_next(&n->c[s], n->now, &o); k++)
+            net_emit(n, s, &o);
+    }
+    net_deliver(n);
     for (int s = 0; s < 2; s++)
         while (pp_ack_next(&n->c[s], n->now, &o))
             net_emit(n, s, &o);

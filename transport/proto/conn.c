@@ -350,13 +350,23 @@ static void out_bytes(const pp_msg_t *m, uint32_t off, uint32_t len, pp_out_t *o
     }
 }
 
+/* Whether the ACK owed to the peer can ride on a data packet: nothing but
+ * the cumulative ACK to say (no SACK bit past a hole, no new credit grant,
+ * no new duplicate count). */
+static int ack_piggyable(const pp_conn_t *c)
+{
+    return c->ack_pending && !c->rcv_ahead && c->credit_grant == c->credit_said &&
+           (uint32_t)c->st.drops[PP_DROP_DUP] == c->dups_said;
+}
+
 static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *out)
 {
     pp_data_t d;
+    int piggy = !p->msg->placed && ack_piggyable(c);
     memset(&d, 0, sizeof d);
     fill_common(c, &d.h, PP_T_DATA, p->path);
     d.h.flags = (uint8_t)((p->retx ? PP_F_RETX : 0) | (p->chunk_end ? PP_F_CHUNK_END : 0) |
-                          (p->msg->placed ? PP_F_PLACED : 0));
+                          (p->msg->placed ? PP_F_PLACED : 0) | (piggy ? PP_F_ACK : 0));
     d.h.hlen = (uint8_t)p->msg->hlen;
     d.psn = psn;
     d.msg = p->msg->id;
@@ -370,6 +380,13 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
         pl.place_off = (uint32_t)p->msg->place_off;   /* checked by msg_queue */
         memcpy(out->hdr + sizeof d, &pl, sizeof pl);
         out->hdr_len += sizeof pl;
+    }
+    if (piggy) {   /* the owed ACK rides here: no ACK packet for it */
+        memcpy(out->hdr + sizeof d, &c->rcv_cum, PP_PIGGY_LEN);
+        out->hdr_len += PP_PIGGY_LEN;
+        c->ack_pending = 0;
+        c->st.acks_tx++;
+        c->st.acks_piggy++;
     }
     out_bytes(p->msg, p->off, p->len, out);
     out->path = p->path;
@@ -888,6 +905,21 @@ static void rx_copy(pp_conn_t *c, pp_msg_t *m, const rx_data_t *d, const uint8_t
     c->st.rx_discarded += len - room;
 }
 
+/* A cumulative ACK that rode on a data packet: an ACK saying nothing else
+ * (no SACK bit, the window, credit and duplicate count as last heard, no
+ * RTT echo). */
+static void rx_piggy(pp_conn_t *c, uint64_t now, uint32_t cum)
+{
+    pp_ack_t a;
+    memset(&a, 0, sizeof a);
+    a.cum = cum;
+    a.rwnd = c->rwnd > UINT32_MAX ? UINT32_MAX : (uint32_t)c->rwnd;
+    a.credit = c->credit_seen;
+    a.dups = c->dups_seen;
+    a.echo_path = UINT16_MAX;   /* no echo: no RTT sample */
+    rx_ack(c, now, &a);
+}
+
 /* A data packet of len bytes (header included, at least its header). */
 static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
 {
@@ -914,6 +946,10 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
         memcpy(&pl, pkt + sizeof h, sizeof pl);
         memcpy(&d.place_id, pl.place_id, sizeof d.place_id);
         d.place_off = pl.place_off;
+    } else if (h.h.flags & PP_F_ACK) {
+        uint32_t cum;
+        memcpy(&cum, pkt + sizeof h, sizeof cum);
+        rx_piggy(c, now, cum);
     }
     if (d.msg_len == 0 || d.msg_len > c->cfg.max_msg || d.hlen == 0 || d.hlen > PP_MAX_HLEN ||
         d.hlen > d.msg_len || d.len == 0 || d.len > c->cfg.mtu ||
@@ -941,9 +977,11 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
     rx_copy(c, m, &d, pkt + hl);
     m->got += d.len;
     bit_set(c->rcv_bits, d.psn);
+    c->rcv_ahead++;
     while (bit_get(c->rcv_bits, c->rcv_cum)) {
         bit_clr(c->rcv_bits, c->rcv_cum);
         c->rcv_cum++;
+        c->rcv_ahead--;
     }
     c->st.rx_pkts++;
     c->st.rx_bytes += d.len;
@@ -973,6 +1011,8 @@ static int hdr_check(const void *pkt, size_t len, pp_hdr_t *h)
         memcpy(&rsv, (const uint8_t *)pkt + offsetof(pp_ack_t, rsv), 1);
         if (rsv)
             return PP_DROP_MAGIC;
+    } else if ((h->flags & PP_F_ACK) && (h->flags & PP_F_PLACED)) {
+        return PP_DROP_MAGIC;
     } else if (len < pp_data_hdr_len(h->flags)) {
         return PP_DROP_TRUNC;
     }
@@ -1085,8 +1125,8 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     a.echo_flags = c->ack_echo_flags;
     room = c->rx_buffered < c->cfg.rx_buf_max ? c->cfg.rx_buf_max - c->rx_buffered : 0;
     a.rwnd = room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
-    a.credit = c->credit_grant;
-    a.dups = (uint32_t)c->st.drops[PP_DROP_DUP];
+    a.credit = c->credit_said = c->credit_grant;
+    a.dups = c->dups_said = (uint32_t)c->st.drops[PP_DROP_DUP];
     out->hdr_len = sack_fill(c, a.cum, a.sack) ? sizeof a : PP_ACK_SHORT;
     memcpy(out->hdr, &a, out->hdr_len);
     out->payload = out->payload2 = NULL;

@@ -47,8 +47,8 @@
 #define PP_MSG_BIG   65536           /* from this size a message buffer is cached */
 
 enum { PP_T_DATA = 1, PP_T_ACK = 2 };
-enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4 };
-#define PP_F_ALL (PP_F_RETX | PP_F_CHUNK_END | PP_F_PLACED)   /* other bits: not-plait */
+enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4, PP_F_ACK = 8 };
+#define PP_F_ALL (PP_F_RETX | PP_F_CHUNK_END | PP_F_PLACED | PP_F_ACK)   /* others: not-plait */
 
 /*
  * Wire format, version 2. Every byte of a data packet's header is paid on
@@ -97,10 +97,18 @@ enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4 };
  *                   unplaced (udp.c), copied once on receipt. The place
  *                   hook bounds-checks every write: nothing lands outside
  *                   an exposed region, whatever the offset says.
+ *   unplaced DATA with PP_F_ACK, 44 bytes: the data header, then
+ *     ack        4  the cumulative ACK of the other direction (everything
+ *                   before it arrived, nothing after it did): a reply
+ *                   carries the ACK of the request, so request-reply and
+ *                   exchange patterns send no ACK packet at all. Only when
+ *                   the ACK has nothing more to say (no SACK bit, no new
+ *                   credit or duplicate count); never on placed packets.
  *   ACK, 1072 bytes: common header (hlen 0), then cum, echo_psn (the PSN of
  *     the packet that triggered the ACK), rwnd, credit, echo_path,
  *     echo_flags (that packet's flags: RETX tells which copy arrived), dups,
- *     and the SACK bitmap of PP_WIN bits.
+ *     and the SACK bitmap of PP_WIN bits; 48 bytes without the bitmap when
+ *     no bit is set (PP_ACK_SHORT).
  *
  * Byte order is the host's: one job runs on one endianness, and the layers
  * above (ptl and pt2pt headers, user data) are host order as well, so
@@ -159,10 +167,15 @@ typedef struct {
 #define PP_DATA_HDR_MAX (PP_DATA_HDR + PP_PLACE_LEN)              /* 52: size cfg.mtu by this */
 #define PP_ACK_LEN      sizeof(pp_ack_t)                          /* 1072 */
 
-/* The header length of a data packet with these flags. */
+#define PP_PIGGY_LEN    sizeof(uint32_t)                          /* 4 */
+
+/* The header length of a data packet with these flags (PP_F_ACK and
+ * PP_F_PLACED never come together: a piggybacked ACK rides on unplaced
+ * packets only, so PP_DATA_HDR_MAX still bounds every header). */
 static inline size_t pp_data_hdr_len(unsigned flags)
 {
-    return PP_DATA_HDR + ((flags & PP_F_PLACED) ? PP_PLACE_LEN : 0);
+    return PP_DATA_HDR + ((flags & PP_F_PLACED) ? PP_PLACE_LEN : 0) +
+           ((flags & PP_F_ACK) ? PP_PIGGY_LEN : 0);
 }
 
 /* The tag of packets from rank src to rank dst of the job with this key. */
@@ -199,6 +212,7 @@ typedef struct {
     uint64_t retx_fast, retx_timeout;        /* retransmissions by cause */
     uint64_t loss_events, timeouts;
     uint64_t acks_tx, acks_rx;
+    uint64_t acks_piggy;                     /* ACKs that rode on data packets (in acks_tx) */
     uint64_t drops[PP_DROP_N];
     uint64_t srtt_ns, min_rtt_ns;
     uint64_t cwnd, credit;                   /* bytes, at the time of reading */
@@ -400,6 +414,8 @@ struct pp_conn {
     uint8_t   ack_echo_flags;
     uint32_t  credit_grant;       /* EQDS: bytes granted so far (cumulative, wraps) */
     uint32_t  credit_seen;        /* EQDS sender: the grant total last received */
+    uint32_t  rcv_ahead;          /* bits set in rcv_bits: packets past a hole (SACK to say) */
+    uint32_t  credit_said, dups_said;   /* grant total and duplicate count of the last ACK */
 
     /* Large message buffers freed lately, reused: a fresh megabyte from
      * malloc is a fresh mmap, and its page faults cost more than the copy. */

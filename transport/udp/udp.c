@@ -74,6 +74,7 @@
 #define UDP_LOCAL_PATHS 1                   /* paths to a peer on the same host */
 #define UDP_KICK_TAG  0xffffffffu           /* epoll tag of an engine's kick eventfd */
 #define UDP_HANDOFF_NS    200000            /* a caller that polled this recently drives */
+#define UDP_ACK_DEFER_NS  30000             /* a held-back ACK leaves by then at the latest */
 #define UDP_ENGINE_SPIN_NS 20000            /* an engine spins this long after work */
 #define UDP_MAX_ENG   16
 #define UDP_MAX_FRAME (1u << 20)            /* ptl frame: one protocol message */
@@ -136,6 +137,11 @@ typedef struct {
     int             kickfd;                  /* eventfd: callers -> this engine */
     _Atomic int     sleeping;
     pthread_mutex_t drive;
+    /* Peers whose ACK a caller's pass held back (udp_rx_pass), under drive;
+     * defer_ns: when the oldest was held (0: none), for the engine thread. */
+    int             defer[UDP_TOUCH], ndefer;
+    _Atomic uint64_t defer_ns;
+    _Atomic int     idle;                    /* asleep in udp_engine_idle */
     udp_txb_t      *txb;
     udp_rxb_t      *rxb;
     pthread_t       thread;
@@ -616,6 +622,18 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
 /* Timers and transmission for one peer (peer lock held while the packets,
  * which point into its messages, are handed to the kernel). Returns the
  * packets sent. Caller holds g->drive (g's scratch). */
+/* Peer r's ACK is no longer held back. Caller holds g->drive. */
+static void udp_undefer(udp_engine_t *g, int r)
+{
+    for (int k = 0; k < g->ndefer; k++)
+        if (g->defer[k] == r) {
+            g->defer[k] = g->defer[--g->ndefer];
+            break;
+        }
+    if (!g->ndefer)
+        atomic_store_explicit(&g->defer_ns, 0, memory_order_relaxed);
+}
+
 static int udp_tx_peer(udp_t *u, udp_engine_t *g, int r, uint64_t now)
 {
     udp_peer_t *p = &u->peers[r];
@@ -638,6 +656,8 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, int r, uint64_t now)
         if (sent >= 4 * UDP_BATCH)
             break;   /* let the other peers and the receive side run */
     }
+    if (sent && g->ndefer && !p->conn.ack_pending)
+        udp_undefer(g, r);   /* the held-back ACK rode on the data */
     if (p->conn.tx_was_blocked && p->conn.tx_buffered <= p->conn.cfg.tx_buf_max / 2) {
         p->conn.tx_was_blocked = 0;
         wake = 1;
@@ -663,6 +683,39 @@ static void udp_ack_touched(udp_t *u, udp_engine_t *g, const int *touched, int n
         }
         pthread_mutex_unlock(&p->lock);
     }
+}
+
+/* Sends the ACKs the last caller pass held back (those that did not ride
+ * on data since). Caller holds g->drive. */
+static void udp_ack_deferred(udp_t *u, udp_engine_t *g)
+{
+    if (!g->ndefer)
+        return;
+    udp_ack_touched(u, g, g->defer, g->ndefer);
+    g->ndefer = 0;
+    atomic_store_explicit(&g->defer_ns, 0, memory_order_relaxed);
+}
+
+/* Holds back the ACKs owed to touched[0..nt): see udp_rx_pass. */
+static void udp_defer_acks(udp_t *u, udp_engine_t *g, const int *touched, int nt)
+{
+    if (g->ndefer + nt > UDP_TOUCH)
+        udp_ack_deferred(u, g);
+    for (int k = 0; k < nt; k++) {
+        int j = 0;
+        while (j < g->ndefer && g->defer[j] != touched[k])
+            j++;
+        if (j == g->ndefer)
+            g->defer[g->ndefer++] = touched[k];
+    }
+    if (g->ndefer && !atomic_load_explicit(&g->defer_ns, memory_order_relaxed))
+        atomic_store_explicit(&g->defer_ns, prt_now_ns(), memory_order_relaxed);
+    /* An engine thread asleep in udp_engine_idle (the caller was away) would
+     * not look for up to 20 ms: wake it, it stands by and sends the ACK if
+     * the caller does not within UDP_ACK_DEFER_NS. Standing by already, it
+     * looks within UDP_HANDOFF_NS. */
+    if (atomic_load_explicit(&g->idle, memory_order_relaxed))
+        udp_kick(u, g->id);
 }
 
 /* One received packet (a datagram or one GRO segment of it). */
@@ -691,6 +744,8 @@ static void udp_rx_pkt(udp_t *u, const uint8_t *pkt, size_t len, uint64_t now, i
     pthread_mutex_unlock(&p->lock);
     if (type == PP_T_DATA) {
         int k = 0;
+        if (((const pp_hdr_t *)(const void *)pkt)->flags & PP_F_PLACED)
+            *ready |= 4;   /* bulk data: its sender waits for the ACK, no reply comes */
         while (k < *nt && touched[k] != (int)src)
             k++;
         if (k == *nt)
@@ -745,25 +800,34 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
 }
 
 /* The receive half of a pass: engine g's receive socket, read directly (no
- * readiness syscall first), then one ACK per peer that sent data. The ACK
- * leaves before the message is handed up: held back until the reply (to
- * ride in its sendmmsg), it arrived after the reply and cost the peer its
- * processing on the latency path (measured across namespace hosts on 16
- * cores: 8 B half round trip 18-19 us held back, 14-16 us sent first). */
-static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready)
+ * readiness syscall first), then one ACK per peer that sent data. A
+ * caller's pass (defer) that made a message deliverable holds those ACKs
+ * back: the caller gets its message one syscall sooner, and the ACK rides
+ * on the reply it is likely to send (pp.h: PP_F_ACK), or leaves at the
+ * start of its next pass, or from the engine thread after UDP_ACK_DEFER_NS.
+ * (Held back but sent as a packet of its own after the reply, it cost the
+ * peer 3-4 us: it arrived with the reply. Riding on it, it costs nothing.) */
+static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 {
     int touched[UDP_TOUCH], nt = 0;
     int work = udp_rx_sock(u, g, u->fds[g->id], touched, &nt, ready);
-    udp_ack_touched(u, g, touched, nt);
+    if (defer && (*ready & 5) == 1)
+        udp_defer_acks(u, g, touched, nt);
+    else
+        udp_ack_touched(u, g, touched, nt);
     return work;
 }
 
-/* One run of engine g's share of the datapath: receive, then timers and
- * transmission for its peers. The caller holds g->drive. */
-static int udp_pass(udp_t *u, udp_engine_t *g, int *ready)
+/* One run of engine g's share of the datapath: the ACKs the last caller
+ * pass held back, receive, then timers and transmission for its peers. The
+ * caller holds g->drive. */
+static int udp_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 {
-    int work = udp_rx_pass(u, g, ready);
-    uint64_t now = prt_now_ns();
+    int work;
+    uint64_t now;
+    udp_ack_deferred(u, g);
+    work = udp_rx_pass(u, g, ready, defer);
+    now = prt_now_ns();
     for (int r = g->id; r < u->job->size; r += u->neng)
         if (u->peers[r].up)
             work += udp_tx_peer(u, g, r, now);
@@ -803,7 +867,9 @@ static void udp_engine_idle(udp_engine_t *g)
     atomic_store(&g->sleeping, 1);
     b = udp_busy(u, g->id, &unsent);   /* after sleeping = 1: a later send kicks us */
     if (!unsent) {
+        atomic_store_explicit(&g->idle, 1, memory_order_relaxed);
         n = epoll_pwait2(g->epfd, ev, 8, b ? &busy : &idle, NULL);
+        atomic_store_explicit(&g->idle, 0, memory_order_relaxed);
         for (int i = 0; i < n; i++)
             if (ev[i].data.u32 == UDP_KICK_TAG) {   /* drain the kick; the pass does the work */
                 uint64_t junk;
@@ -822,12 +888,24 @@ static void udp_engine_idle(udp_engine_t *g)
 static void udp_engine_stand_by(udp_engine_t *g)
 {
     struct pollfd pf = {.fd = g->kickfd, .events = POLLIN};
-    struct timespec ts = {0, UDP_HANDOFF_NS};
+    struct timespec ts = {0, atomic_load_explicit(&g->defer_ns, memory_order_relaxed)
+                                 ? UDP_ACK_DEFER_NS : UDP_HANDOFF_NS};
     uint64_t junk;
     atomic_store(&g->sleeping, 1);
     if (ppoll(&pf, 1, &ts, NULL) > 0 && read(g->kickfd, &junk, sizeof junk) < 0)
         junk = 0;
     atomic_store(&g->sleeping, 0);
+}
+
+/* A held-back ACK the caller did not send within UDP_ACK_DEFER_NS (it went
+ * on computing): the engine thread sends it. */
+static void udp_ack_overdue(udp_t *u, udp_engine_t *g)
+{
+    uint64_t since = atomic_load_explicit(&g->defer_ns, memory_order_relaxed);
+    if (!since || prt_now_ns() - since < UDP_ACK_DEFER_NS || pthread_mutex_trylock(&g->drive))
+        return;
+    udp_ack_deferred(u, g);
+    pthread_mutex_unlock(&g->drive);
 }
 
 static void *udp_engine_main(void *arg)
@@ -840,13 +918,14 @@ static void *udp_engine_main(void *arg)
         uint64_t now = prt_now_ns();
         if (now - atomic_load_explicit(&u->caller_ns, memory_order_relaxed) < UDP_HANDOFF_NS) {
             udp_engine_stand_by(g);
+            udp_ack_overdue(u, g);
             idle_since = 0;
             continue;
         }
         pthread_mutex_lock(&g->drive);
-        work = udp_pass(u, g, &ready);
+        work = udp_pass(u, g, &ready, 0);
         pthread_mutex_unlock(&g->drive);
-        if (ready)
+        if (ready & 3)
             ptl_shm_wake_self(u->waker);
         if (work) {
             idle_since = 0;
@@ -864,13 +943,13 @@ static void *udp_engine_main(void *arg)
 
 /* The calling thread drives the datapath itself where no engine is at it:
  * no thread hand-off on the latency path. */
-static int udp_drive(udp_t *u, int e)
+static int udp_drive(udp_t *u, int e, int defer)
 {
     udp_engine_t *g = &u->eng[e];
     int ready = 0, work;
     if (pthread_mutex_trylock(&g->drive) != 0)
         return 0;
-    work = udp_pass(u, g, &ready);
+    work = udp_pass(u, g, &ready, defer);
     pthread_mutex_unlock(&g->drive);
     return work;
 }
@@ -1060,7 +1139,7 @@ static int udp_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
     udp_t *u = udp_of(tl);
     atomic_store_explicit(&u->caller_ns, prt_now_ns(), memory_order_relaxed);
     for (int e = 0; e < u->neng; e++)
-        udp_drive(u, e);
+        udp_drive(u, e, 1);
     /* No second pass after delivering: the receive space it frees goes out
      * with the next ACK (one more syscall per message on the latency path
      * bought nothing: windows are far larger than a message or two). */
@@ -1162,7 +1241,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
         pthread_mutex_lock(&p->lock);
         pp_stats(&p->conn, &s);
         fprintf(f, "  conn %d->%d: tx %llu msgs %llu B %llu pkts %llu chunks; rx %llu msgs %llu B "
-                "%llu pkts; retx fast %llu timeout %llu; loss events %llu; acks tx %llu rx %llu; "
+                "%llu pkts; retx fast %llu timeout %llu; loss events %llu; acks tx %llu (%llu on data) "
+                "rx %llu; "
                 "srtt %.1f us min %.1f us; cwnd %llu B; blocked %llu; peer saw %llu duplicates; "
                 "rto floor %.0f us; placed %llu B, discarded %llu B; zero-copy %llu msgs\n",
                 u->job->rank, r,
@@ -1171,7 +1251,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 (unsigned long long)s.rx_msgs, (unsigned long long)s.rx_bytes,
                 (unsigned long long)s.rx_pkts, (unsigned long long)s.retx_fast,
                 (unsigned long long)s.retx_timeout, (unsigned long long)s.loss_events,
-                (unsigned long long)s.acks_tx, (unsigned long long)s.acks_rx, s.srtt_ns / 1e3,
+                (unsigned long long)s.acks_tx, (unsigned long long)s.acks_piggy,
+                (unsigned long long)s.acks_rx, s.srtt_ns / 1e3,
                 s.min_rtt_ns / 1e3, (unsigned long long)s.cwnd, (unsigned long long)s.tx_blocked,
                 (unsigned long long)s.spurious, s.rto_floor_ns / 1e3,
                 (unsigned long long)s.rx_placed, (unsigned long long)s.rx_discarded,
