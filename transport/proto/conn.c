@@ -641,21 +641,24 @@ static void detect_dup_loss(pp_conn_t *c, uint64_t now)
     }
 }
 
-/* Checks the ACK's claims against what was sent: nothing at or beyond snd_nxt. */
-static int ack_valid(const pp_conn_t *c, const pp_ack_t *a)
+/* Checks the ACK's claims against what was sent: nothing at or beyond
+ * snd_nxt (sack: its bitmap, NULL when it has none). */
+static int ack_valid(const pp_conn_t *c, const pp_ack_t *a, const uint8_t *sack)
 {
     int32_t span;
     if (sdiff(a->cum, c->snd_nxt) > 0)
         return 0;
+    if (!sack)
+        return 1;
     span = sdiff(c->snd_nxt, a->cum) - 1;   /* SACK bits that may be set */
     if (span < 0)
         span = 0;
     if (span >= PP_WIN)
         return 1;
-    if (a->sack[span / 8] >> (span % 8))          /* the partial byte, then whole ones */
+    if (sack[span / 8] >> (span % 8))          /* the partial byte, then whole ones */
         return 0;
     for (int i = span / 8 + 1; i < PP_WIN / 8; i++)
-        if (a->sack[i])
+        if (sack[i])
             return 0;
     return 1;
 }
@@ -682,12 +685,15 @@ static void rx_dups(pp_conn_t *c, uint32_t dups)
         c->rto_floor_ns = c->cfg.rto_min_ns;
 }
 
-static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a)
+/* An ACK: a's fields before the bitmap (PP_ACK_SHORT bytes) are read; the
+ * bitmap is sack, NULL for an ACK without one (short, or riding on data),
+ * so those cost neither a copy nor a scan of PP_WIN bits. */
+static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a, const uint8_t *sack)
 {
     pp_ack_info_t info = {.now = now, .path = -1};
     uint32_t acked = 0;
     int32_t age;
-    if (!ack_valid(c, a)) {
+    if (!ack_valid(c, a, sack)) {
         c->st.drops[PP_DROP_BADACK]++;
         return;
     }
@@ -695,14 +701,15 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a)
     if (sdiff(a->cum, c->snd_una) >= 0) {
         for (; sdiff(a->cum, c->snd_una) > 0; c->snd_una++)
             acked += pkt_acked(c, &c->pk[c->snd_una % PP_WIN], 0, now);
-        for (int i = 0; i < PP_WIN && sdiff(c->snd_nxt, a->cum + 1 + (uint32_t)i) > 0; i++) {
+        for (int i = 0; sack && i < PP_WIN && sdiff(c->snd_nxt, a->cum + 1 + (uint32_t)i) > 0;
+             i++) {
             uint32_t psn = a->cum + 1 + (uint32_t)i;
             pp_pkt_t *p = &c->pk[psn % PP_WIN];
-            if (i % 8 == 0 && !a->sack[i / 8]) {   /* skip empty bytes whole */
+            if (i % 8 == 0 && !sack[i / 8]) {   /* skip empty bytes whole */
                 i += 7;
                 continue;
             }
-            if (!(a->sack[i / 8] & (1u << (i % 8))) || p->state == PP_PK_SACKED)
+            if (!(sack[i / 8] & (1u << (i % 8))) || p->state == PP_PK_SACKED)
                 continue;
             if (!c->have_sack || sdiff(psn, c->highest_sacked) > 0) {
                 c->highest_sacked = psn;
@@ -910,14 +917,15 @@ static void rx_copy(pp_conn_t *c, pp_msg_t *m, const rx_data_t *d, const uint8_t
  * RTT echo). */
 static void rx_piggy(pp_conn_t *c, uint64_t now, uint32_t cum)
 {
-    pp_ack_t a;
-    memset(&a, 0, sizeof a);
+    pp_ack_t a;   /* the fields rx_ack reads; no bitmap */
     a.cum = cum;
     a.rwnd = c->rwnd > UINT32_MAX ? UINT32_MAX : (uint32_t)c->rwnd;
     a.credit = c->credit_seen;
     a.dups = c->dups_seen;
+    a.echo_psn = 0;
     a.echo_path = UINT16_MAX;   /* no echo: no RTT sample */
-    rx_ack(c, now, &a);
+    a.echo_flags = 0;
+    rx_ack(c, now, &a, NULL);
 }
 
 /* A data packet of len bytes (header included, at least its header). */
@@ -1081,10 +1089,9 @@ void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len)
     if (h.type == PP_T_DATA) {
         rx_data(c, now, pkt, len);
     } else {
-        pp_ack_t a;
-        memset(a.sack, 0, sizeof a.sack);   /* a short ACK: no SACK bit */
-        memcpy(&a, pkt, len < sizeof a ? len : sizeof a);
-        rx_ack(c, now, &a);
+        pp_ack_t a;   /* the fields before the bitmap; pp_parse checked the length */
+        memcpy(&a, pkt, PP_ACK_SHORT);
+        rx_ack(c, now, &a, len >= PP_ACK_LEN ? (const uint8_t *)pkt + PP_ACK_SHORT : NULL);
     }
 }
 
