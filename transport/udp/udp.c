@@ -718,39 +718,76 @@ static void udp_defer_acks(udp_t *u, udp_engine_t *g, const int *touched, int nt
         udp_kick(u, g->id);
 }
 
-/* One received packet (a datagram or one GRO segment of it). */
-static void udp_rx_pkt(udp_t *u, const uint8_t *pkt, size_t len, uint64_t now, int *touched,
-                       int *nt, int *ready)
+/* After a run of packets from peer p (its lock held): what the pass must
+ * report, then the lock is released. */
+static void udp_rx_done(udp_t *u, udp_peer_t *p, int acks, int *ready)
 {
-    uint32_t src;
-    int type, why = pp_parse(pkt, len, u->job->key, (uint32_t)u->job->rank, &src, &type);
-    udp_peer_t *p;
-    if (why < 0 && (src >= (uint32_t)u->job->size || !u->peers[src].up))
-        why = PP_DROP_CONN;
-    if (why >= 0) {
-        atomic_fetch_add(&u->drops[why], 1);
-        return;
-    }
-    p = &u->peers[src];
-    pthread_mutex_lock(&p->lock);
-    pp_rx(&p->conn, now, pkt, len);
     if (pp_deliver_ready(&p->conn))
         *ready |= 1;
-    if (type == PP_T_ACK && pp_zc_ready(&p->conn) && !atomic_load_explicit(&u->zc_ready,
-                                                                            memory_order_relaxed)) {
+    if (acks && pp_zc_ready(&p->conn) && !atomic_load_explicit(&u->zc_ready,
+                                                               memory_order_relaxed)) {
         atomic_store(&u->zc_ready, 1);
         *ready |= 2;   /* a sender may sleep on its send request */
     }
     pthread_mutex_unlock(&p->lock);
-    if (type == PP_T_DATA) {
-        int k = 0;
+}
+
+/* Peer src owes an ACK at the end of the pass. */
+static void udp_touch(int *touched, int *nt, int src)
+{
+    int k = 0;
+    while (k < *nt && touched[k] != src)
+        k++;
+    if (k == *nt)
+        touched[(*nt)++] = src;
+}
+
+/* The packets of one datagram: seg bytes each (GRO coalesced them), the
+ * last may be shorter. They nearly always come from one peer, whose lock
+ * is taken once for the run, not once per packet (a 64 KB datagram holds
+ * 44). */
+static void udp_rx_dgram(udp_t *u, udp_engine_t *g, const uint8_t *buf, size_t len, size_t seg,
+                         uint64_t now, int *touched, int *nt, int *ready)
+{
+    udp_peer_t *held = NULL;
+    int acks = 0;
+    for (size_t off = 0; off < len; off += seg) {
+        const uint8_t *pkt = buf + off;
+        size_t l = len - off < seg ? len - off : seg;
+        uint32_t src;
+        int type, why = pp_parse(pkt, l, u->job->key, (uint32_t)u->job->rank, &src, &type);
+        udp_peer_t *p;
+        if (why < 0 && (src >= (uint32_t)u->job->size || !u->peers[src].up))
+            why = PP_DROP_CONN;
+        if (why >= 0) {
+            atomic_fetch_add(&u->drops[why], 1);
+            continue;
+        }
+        p = &u->peers[src];
+        if (p != held) {
+            if (held)
+                udp_rx_done(u, held, acks, ready);
+            pthread_mutex_lock(&p->lock);
+            held = p;
+            acks = 0;
+        }
+        pp_rx(&p->conn, now, pkt, l);
+        if (type == PP_T_ACK) {
+            acks = 1;
+            continue;
+        }
         if (((const pp_hdr_t *)(const void *)pkt)->flags & PP_F_PLACED)
             *ready |= 4;   /* bulk data: its sender waits for the ACK, no reply comes */
-        while (k < *nt && touched[k] != (int)src)
-            k++;
-        if (k == *nt)
-            touched[(*nt)++] = (int)src;
+        if (*nt >= UDP_TOUCH - 1) {   /* (a forged datagram may name many peers) */
+            udp_rx_done(u, held, acks, ready);
+            held = NULL;
+            udp_ack_touched(u, g, touched, *nt);
+            *nt = 0;
+        }
+        udp_touch(touched, nt, (int)src);
     }
+    if (held)
+        udp_rx_done(u, held, acks, ready);
 }
 
 /* GRO: the segment size the kernel coalesced this datagram with, or 0. */
@@ -786,9 +823,7 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
             }
             if (!seg || seg > len)
                 seg = len;
-            for (size_t off = 0; off < len; off += seg)
-                udp_rx_pkt(u, r->bufs[i] + off, len - off < seg ? len - off : seg, now, touched,
-                           nt, ready);
+            udp_rx_dgram(u, g, r->bufs[i], len, seg, now, touched, nt, ready);
             if (*nt >= UDP_TOUCH - 1) {
                 udp_ack_touched(u, g, touched, *nt);
                 *nt = 0;
@@ -1265,11 +1300,11 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
             if (!ps->tx_pkts && !ps->rtt_samples)
                 continue;
             fprintf(f, "    path %2u (port %u->%u): %llu pkts %llu B %llu chunks, retx %llu, lost "
-                    "%llu, srtt %.1f us min %.1f us\n", i, ntohs(u->ports[i]),
+                    "%llu, srtt %.1f us min %.1f us queue-rtt %.1f us\n", i, ntohs(u->ports[i]),
                     ntohs(p->dst[i].sin_port), (unsigned long long)ps->tx_pkts,
                     (unsigned long long)ps->tx_bytes, (unsigned long long)ps->chunks,
                     (unsigned long long)ps->retx_pkts, (unsigned long long)ps->lost,
-                    ps->srtt_ns / 1e3, ps->min_rtt_ns / 1e3);
+                    ps->srtt_ns / 1e3, ps->min_rtt_ns / 1e3, p->conn.paths[i].qrtt_ns / 1e3);
         }
         pthread_mutex_unlock(&p->lock);
     }
