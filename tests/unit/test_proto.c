@@ -920,6 +920,54 @@ static void t_pwin_steer(void)
     pp_conn_fini(&c);
 }
 
+/* The first chunk a fresh pwin connection starts for a 100000-byte message,
+ * with this delivery rate (bytes/s) and every path's window at pathwin. */
+static uint32_t span_chunk(double rate, double pathwin)
+{
+    static uint8_t msg[100000];
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    pp_out_t o;
+    uint32_t bytes = 0;
+    net_cfg(&cfg, 0, 1, 2);
+    cfg.lb = &pp_lb_pwin;
+    pp_conn_init(&c, &cfg);
+    for (uint32_t p = 0; p < cfg.npaths; p++)
+        c.paths[p].cwnd = pathwin;
+    c.rate_Bps = rate;
+    pp_send(&c, "hdr", 3, msg, sizeof msg);
+    if (pp_tx_next(&c, 1000, &o))
+        bytes = c.pk[(c.snd_nxt - 1) % PP_WIN].len + c.chunk_left;
+    pp_conn_fini(&c);
+    return bytes;
+}
+
+/* A chunk spans what the connection delivers in PP_CHUNK_TIME_NS (at most
+ * 8 chunks, and half its path's free window): net_cfg's chunk is 4000 B. */
+static void t_pwin_chunk_span(void)
+{
+    uint32_t none = span_chunk(0, 1e6), fast = span_chunk(1e9, 1e6), slow = span_chunk(5e7, 1e6);
+    uint32_t mid = span_chunk(1e8, 1e6), tight = span_chunk(1e9, 8000);
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    TAP_OK(none == 4000 && slow == 4000,
+           "chunk span: no rate yet, or 50 MB/s (7.5 KB per 150 us): one chunk (%u, %u B)", none, slow);
+    TAP_OK(mid == 12000, "chunk span: 100 MB/s (15 KB per 150 us): three chunks (%u B)", mid);
+    TAP_OK(fast == 32000, "chunk span: 1 GB/s: at most eight chunks (%u B)", fast);
+    TAP_OK(tight == 4000, "chunk span: a path window of two chunks: one chunk (%u B)", tight);
+    /* the rate itself: measured while data is in flight */
+    net_cfg(&a, 0, 100, 200);
+    net_cfg(&b, 1, 100, 200);
+    a.lb = &pp_lb_pwin;
+    net_init(n, &a, &b);
+    xfer_ok("chunk span", transfer(n, 60, 64, 1), 60);
+    TAP_OK(n->c[0].rate_Bps > 0 && n->c[1].rate_Bps == 0,
+           "delivery rate: the sender measured one (%.0f B/s), the receiver sent nothing to measure",
+           n->c[0].rate_Bps);
+    net_fini(n);
+    free(n);
+}
+
 /* Records the length of every ACK side 1 sends (arg: size_t[2] {short, full}). */
 static int f_ack_sizes(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
 {
@@ -1346,6 +1394,7 @@ int main(void)
     t_path_rto();
     t_pwin_loss();
     t_pwin_steer();
+    t_pwin_chunk_span();
     t_pwin_random_loss();
     t_short_ack();
     t_piggyback();

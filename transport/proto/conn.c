@@ -434,6 +434,28 @@ static int tx_retransmit(pp_conn_t *c, uint64_t now, pp_out_t *out)
 }
 
 /* Starts a chunk: the per-chunk decisions (size, window, pacing, path). */
+/* A chunk on a path whose window is far larger spans several (the LB's
+ * chunk_span), when the CC allows that many bytes: each chunk is one
+ * system call on its path's socket, and 32 KB ones cost a 1 MiB message
+ * over a bridge a quarter more time than 256 KB ones (veth moves a GSO
+ * datagram whole, so it is the calls that count). */
+static uint32_t chunk_widen(pp_conn_t *c, const pp_msg_t *m, uint32_t bytes, uint32_t region_end)
+{
+    uint32_t span, wide;
+    if (!c->cfg.lb->chunk_span || region_end - m->queued != bytes || m->len < c->cfg.small)
+        return bytes;
+    span = c->cfg.lb->chunk_span(c, c->chunk_path);
+    if (span <= 1)
+        return bytes;
+    wide = region_end + (span - 1) * c->cfg.chunk;
+    if (wide > m->len)
+        wide = m->len;
+    wide -= m->queued;
+    if (c->inflight && (c->inflight + wide > c->rwnd || !c->cfg.cc->can_send(c, wide)))
+        return bytes;
+    return wide;
+}
+
 static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
 {
     const pp_cc_ops_t *cc = c->cfg.cc;
@@ -455,6 +477,7 @@ static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
         return 0;            /* no path has room: ACKs will open one */
     if (c->chunk_path < 0 || c->chunk_path >= (int)c->cfg.npaths)
         c->chunk_path = 0;
+    bytes = chunk_widen(c, m, bytes, region_end);
     c->chunk_left = bytes;
     c->chunk_id++;
     c->st.tx_chunks++;
@@ -685,6 +708,32 @@ static void rx_dups(pp_conn_t *c, uint32_t dups)
         c->rto_floor_ns = c->cfg.rto_min_ns;
 }
 
+/* Counts newly acknowledged bytes into the delivery rate, over busy
+ * periods only: one starts at the first ACK with data in flight (its bytes
+ * left before it), and ends when nothing is left in flight, so idle time
+ * between messages does not dilute the rate. */
+static void rate_sample(pp_conn_t *c, uint64_t now, uint32_t acked)
+{
+    uint64_t span;
+    if (!acked)
+        return;
+    if (!c->rate_start_ns) {
+        c->rate_start_ns = now;
+        c->rate_bytes = 0;
+    } else {
+        c->rate_bytes += acked;
+        span = now - c->rate_start_ns;
+        if (span >= PP_RATE_WINDOW_NS || (!c->inflight && span >= PP_RATE_WINDOW_NS / 8)) {
+            double r = (double)c->rate_bytes * 1e9 / (double)span;
+            c->rate_Bps = c->rate_Bps > 0 ? 0.75 * c->rate_Bps + 0.25 * r : r;
+            c->rate_start_ns = now;
+            c->rate_bytes = 0;
+        }
+    }
+    if (!c->inflight)
+        c->rate_start_ns = 0;
+}
+
 /* An ACK: a's fields before the bitmap (PP_ACK_SHORT bytes) are read; the
  * bitmap is sack, NULL for an ACK without one (short, or riding on data),
  * so those cost neither a copy nor a scan of PP_WIN bits. */
@@ -749,6 +798,7 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a, const uint8_t 
     }
     rx_dups(c, a->dups);
     detect_dup_loss(c, now);
+    rate_sample(c, now, acked);
     info.acked = acked;
     info.inflight = c->inflight;
     if (acked || info.rtt_ns)
@@ -1173,6 +1223,7 @@ void pp_stats(const pp_conn_t *c, pp_stats_t *st)
     st->srtt_ns = c->srtt_ns;
     st->min_rtt_ns = c->min_rtt_ns;
     st->cwnd = (uint64_t)c->cc.cwnd;
+    st->rate_Bps = c->rate_Bps;
     st->credit = c->cc.credit > 0 ? (uint64_t)c->cc.credit : 0;
     st->rto_floor_ns = c->rto_floor_ns;
 }

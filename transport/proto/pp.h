@@ -42,6 +42,9 @@
                                       * holds above it: cc.c); a loss on a path queueing
                                       * less than twice this is taken as random, not
                                       * congestion (pwin: lb.c) */
+#define PP_RATE_WINDOW_NS  500000     /* delivery-rate sample length (pp_conn_t.rate_Bps) */
+#define PP_CHUNK_TIME_NS   150000     /* a chunk spanning several lasts at most this long at
+                                       * the delivery rate (pwin's chunk_span: lb.c) */
 #define PP_MAX_HLEN  64              /* largest ptl header inside a message */
 #define PP_MSG_CACHE 8               /* large message buffers kept per connection */
 #define PP_MSG_BIG   65536           /* from this size a message buffer is cached */
@@ -216,6 +219,7 @@ typedef struct {
     uint64_t drops[PP_DROP_N];
     uint64_t srtt_ns, min_rtt_ns;
     uint64_t cwnd, credit;                   /* bytes, at the time of reading */
+    double   rate_Bps;                       /* delivery rate, bytes/s (smoothed) */
     uint64_t tx_blocked;                     /* sends refused: buffer full */
     uint64_t rx_placed;                      /* payload bytes placed straight into exposed regions */
     uint64_t rx_discarded;                   /* placed bytes outside any exposed region: dropped */
@@ -297,6 +301,8 @@ struct pp_lb_ops {
     void (*on_loss)(pp_conn_t *c, int path);
     void (*init)(pp_conn_t *c);                                  /* may be NULL */
     void (*on_acked)(pp_conn_t *c, int path, uint32_t bytes);    /* path's bytes newly acked */
+    /* Chunks (of cfg.chunk) the next one on path may span, >= 1; NULL: 1. */
+    uint32_t (*chunk_span)(const pp_conn_t *c, int path);
     int  path_loss;   /* the LB reacts to loss per path: the CC's on_loss is not called
                        * (its window stays a cap for the connection) */
 };
@@ -395,6 +401,10 @@ struct pp_conn {
     int       chunk_path;
     uint64_t  next_chunk_ns;      /* pacing */
     uint64_t  srtt_ns, rttvar_ns, min_rtt_ns;
+    /* Delivery rate: bytes acknowledged over windows of PP_RATE_WINDOW_NS
+     * while data is in flight (rate_start_ns 0: idle). */
+    uint64_t  rate_start_ns, rate_bytes;
+    double    rate_Bps;           /* smoothed, bytes per second; 0: no sample yet */
     uint64_t  last_rto_scan;
     uint64_t  rto_floor_ns;       /* cfg.rto_min_ns, raised by spurious timeouts */
     uint32_t  dups_seen;          /* the peer's duplicate count last received */
