@@ -71,12 +71,15 @@ chmod +x "$work/vip-run" "$work/rsh-agent"
 med() { tr ' ' '\n' | grep -v '^$' | sort -g |
         awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / b; else print "n/a" }'; }
+# --bind-to none: each namespace "host" would bind its ranks to cores 0..n-1
+# of this one machine, so the two hosts' ranks would share cores (Open MPI
+# runs unbound below too).
 plait_job() {   # plait_job NPAIRS TRANSPORT [VAR=VAL...] -- PROGRAM ARGS
     local n=$1 t=$2 xs=()
     shift 2
     while [ "$1" != -- ]; do xs+=(-x "$1"); shift; done
     shift
-    timeout 300 ip netns exec $PFX-a "$PLAITRUN" --host a:$n,b:$n \
+    timeout 300 ip netns exec $PFX-a "$PLAITRUN" --host a:$n,b:$n --bind-to none \
         --launch-agent "ip netns exec $PFX-{host}" --head-address 198.18.1.1 \
         -x PLAIT_TRANSPORT=$t "${xs[@]}" "$work/vip-run" "$@" 2>"$work/err" </dev/null
 }

@@ -50,14 +50,18 @@ exec "$@"
 EOF
 chmod +x "$work/vip-run"
 
-# bw TRANSPORT [VAR=VAL...]: MB/s of 4 MB messages A -> B (median of reps)
+# bw TRANSPORT [VAR=VAL...]: MB/s of 4 MB messages A -> B (median of reps).
+# --bind-to none: both "hosts" are namespaces of this one machine, and each
+# host's launcher would bind its first rank to core 0, so sender and
+# receiver (and their engine threads) would share one core, where the raw
+# UDP ceiling below gets two.
 bw() {
     local t=$1 r v vals=""
     shift
     local xs=()
     for v in "$@"; do xs+=(-x "$v"); done
     for r in $(seq "$reps"); do
-        v=$(timeout 300 ip netns exec $PFX-a "$PLAITRUN" --host a:1,b:1 \
+        v=$(timeout 300 ip netns exec $PFX-a "$PLAITRUN" --host a:1,b:1 --bind-to none \
                 --launch-agent "ip netns exec $PFX-{host}" --head-address 198.18.1.1 \
                 -x PLAIT_TRANSPORT=$t "${xs[@]}" "$work/vip-run" "$BENCH" pt2pt \
                 -m bw -b 4M -e 4M -n "$iters" -w 1 -W 16 -c 2>"$work/err" </dev/null |
