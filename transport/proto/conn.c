@@ -442,15 +442,14 @@ static int tx_retransmit(pp_conn_t *c, uint64_t now, pp_out_t *out)
 static uint32_t chunk_widen(pp_conn_t *c, const pp_msg_t *m, uint32_t bytes, uint32_t region_end)
 {
     uint32_t span, wide;
+    uint64_t end;
     if (!c->cfg.lb->chunk_span || region_end - m->queued != bytes || m->len < c->cfg.small)
         return bytes;
     span = c->cfg.lb->chunk_span(c, c->chunk_path);
     if (span <= 1)
         return bytes;
-    wide = region_end + (span - 1) * c->cfg.chunk;
-    if (wide > m->len)
-        wide = m->len;
-    wide -= m->queued;
+    end = region_end + (uint64_t)(span - 1) * c->cfg.chunk;
+    wide = (uint32_t)((end < m->len ? end : m->len) - m->queued);
     if (c->inflight && (c->inflight + wide > c->rwnd || !c->cfg.cc->can_send(c, wide)))
         return bytes;
     return wide;
