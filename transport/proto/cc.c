@@ -83,10 +83,12 @@ static uint64_t least_queued_rtt(const pp_conn_t *c)
     return best;
 }
 
-static int cubic_queue_full(pp_conn_t *c)
+/* The least queued path's RTT when even it queues more than the target,
+ * else 0. */
+static uint64_t cubic_standing_queue(const pp_conn_t *c)
 {
     uint64_t q = least_queued_rtt(c);
-    return q && c->min_rtt_ns && q > c->min_rtt_ns + PP_QUEUE_TARGET_NS;
+    return q && c->min_rtt_ns && q > c->min_rtt_ns + PP_QUEUE_TARGET_NS ? q : 0;
 }
 
 /* Holding alone keeps whatever share of a shared bottleneck each
@@ -97,10 +99,9 @@ static int cubic_queue_full(pp_conn_t *c)
  * the target by the hold, keeps the links busy meanwhile. */
 #define CUBIC_QUEUE_YIELD 0.03
 
-static void cubic_queue_yield(pp_conn_t *c, uint64_t now)
+static void cubic_queue_yield(pp_conn_t *c, uint64_t now, uint64_t q)
 {
     pp_ccstate_t *s = &c->cc;
-    uint64_t q = least_queued_rtt(c);
     if (now - s->last_dec_ns <= q)
         return;
     s->cwnd = clampw(c, s->cwnd * (1 - CUBIC_QUEUE_YIELD));
@@ -112,13 +113,14 @@ static void cubic_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
 {
     pp_ccstate_t *s = &c->cc;
     double chunk = c->cfg.chunk, t, target;
+    uint64_t q;
     if (!a->acked)
         return;
-    if (cubic_queue_full(c)) {
+    if ((q = cubic_standing_queue(c)) != 0) {
         if (s->cwnd < s->ssthresh)
             s->ssthresh = s->cwnd;   /* leave slow start: the pipe is full */
         s->epoch_ns = 0;             /* growth resumes from here, gently (K = 0) */
-        cubic_queue_yield(c, a->now);
+        cubic_queue_yield(c, a->now, q);
         return;
     }
     if (s->cwnd < s->ssthresh) {

@@ -1278,7 +1278,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
         fprintf(f, "  conn %d->%d: tx %llu msgs %llu B %llu pkts %llu chunks; rx %llu msgs %llu B "
                 "%llu pkts; retx fast %llu timeout %llu; loss events %llu; acks tx %llu (%llu on data) "
                 "rx %llu; "
-                "srtt %.1f us min %.1f us; cwnd %llu B; rate %.1f MB/s; blocked %llu; peer saw %llu duplicates; "
+                "srtt %.1f us min %.1f us; cwnd %llu B; rate %.1f MB/s; blocked %llu; "
+                "peer saw %llu duplicates; "
                 "rto floor %.0f us; placed %llu B, discarded %llu B; zero-copy %llu msgs\n",
                 u->job->rank, r,
                 (unsigned long long)s.tx_msgs, (unsigned long long)s.tx_bytes,
@@ -1301,7 +1302,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
             if (!ps->tx_pkts && !ps->rtt_samples)
                 continue;
             fprintf(f, "    path %2u (port %u->%u): %llu pkts %llu B %llu chunks, retx %llu, lost "
-                    "%llu, srtt %.1f us min %.1f us queue-rtt %.1f us window %.0f KB\n", i, ntohs(u->ports[i]),
+                    "%llu, srtt %.1f us min %.1f us queue-rtt %.1f us window %.0f KB\n", i,
+                    ntohs(u->ports[i]),
                     ntohs(p->dst[i].sin_port), (unsigned long long)ps->tx_pkts,
                     (unsigned long long)ps->tx_bytes, (unsigned long long)ps->chunks,
                     (unsigned long long)ps->retx_pkts, (unsigned long long)ps->lost,
