@@ -129,7 +129,7 @@ cmd() {
     local bind=core
     if [ -n "$layouts" ]; then
         if [ "$1" = plait ]; then
-            echo "$(hosts_plaitrun "$raw" "$(hostlist "$2")") --bind-to none ${pxs[*]} $BENCH coll"
+            echo "$(hosts_plaitrun "$raw" "$(hostlist "$2")") ${pxs[*]} $BENCH coll"
         else
             echo "$(hosts_mpirun "$raw" "$(hostlist "$2")") -np $(( ${2%x*} * ${2#*x} ))" \
                  "--oversubscribe --bind-to none --mca btl self,vader,tcp" \

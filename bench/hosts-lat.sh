@@ -31,7 +31,7 @@ PFX=hl$$
 trap 'hosts_down $PFX >/dev/null 2>&1; rm -rf "$D"' EXIT
 hosts_up $PFX 2 "$D" || exit 1
 cols() { awk '/^[0-9]/ { printf "%s ", $2 }'; }
-pl() { timeout 120 $(hosts_plaitrun "$D" h1:1,h2:1) --bind-to none "$@" "$B/tools/plait-bench" \
+pl() { timeout 120 $(hosts_plaitrun "$D" h1:1,h2:1) "$@" "$B/tools/plait-bench" \
            pt2pt -m lat -b 8 -e "$maxb" -n "$iters" 2>&1 </dev/null | cols; }
 om() { timeout 120 $(hosts_mpirun "$D" h1:1,h2:1) -np 2 --bind-to none --mca btl self,tcp \
            "$B/bench/osu_mpi_pt2pt" lat -b 8 -e "$maxb" -n "$iters" 2>&1 </dev/null | cols; }

@@ -12,7 +12,7 @@
 #                                       [-opts] HOST CMD" runs CMD (ORTE's
 #                                       daemon) in HOST under its hostname
 #   hosts_down PFX       removes them (and any process left in them)
-#   hosts_plaitrun DIR HOSTLIST   the plaitrun arguments (head in h1)
+#   hosts_plaitrun DIR HOSTLIST   the plaitrun arguments (head in h1, unbound)
 #   hosts_mpirun DIR HOSTLIST     the mpirun arguments (head in h1)
 # HOSTLIST: "h1:2,h2:2" (slots per host). The caller sets PLAITRUN.
 # Needs root and iproute2 (unshare for mpirun).
@@ -43,8 +43,11 @@ hosts_down() {
     "$HOSTS_NETNS" down "$1"
 }
 
+# --bind-to none: the hosts are namespaces of one machine, and each host's
+# daemon would bind its ranks to cores 0, 1, ...: ranks of different hosts
+# would share cores (both ranks of h1:1,h2:1 on core 0).
 hosts_plaitrun() {
-    echo "$1/in-h1 $PLAITRUN --host $2 --launch-agent $1/in-{host}"
+    echo "$1/in-h1 $PLAITRUN --host $2 --bind-to none --launch-agent $1/in-{host}"
 }
 
 # plm rsh: an environment may preset another launcher (OMPI_MCA_plm=isolated
