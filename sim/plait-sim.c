@@ -529,13 +529,25 @@ static void note_data(void)
 
 /* ------------------------------------------------------------ options */
 
+/* A number with an optional k/m/g suffix in powers of unit (1000: rates,
+ * 1024: sizes); *end is left after the suffix. */
+static double parse_scaled(const char *s, double unit, char **end)
+{
+    double v = strtod(s, end);
+    switch (**end) {
+    case 'k': case 'K': v *= unit; break;
+    case 'm': case 'M': v *= unit * unit; break;
+    case 'g': case 'G': v *= unit * unit * unit; break;
+    default: return v;
+    }
+    (*end)++;
+    return v;
+}
+
 static uint64_t parse_rate(const char *s)
 {
     char *end;
-    double v = strtod(s, &end);
-    if (*end == 'k' || *end == 'K') v *= 1e3, end++;
-    else if (*end == 'm' || *end == 'M') v *= 1e6, end++;
-    else if (*end == 'g' || *end == 'G') v *= 1e9, end++;
+    double v = parse_scaled(s, 1e3, &end);
     if (!strncmp(end, "bit", 3)) end += 3;
     if (end == s || *end || v <= 0) {
         fprintf(stderr, "plait-sim: bad rate '%s' (e.g. 1g, 100m, 2.5g)\n", s);
@@ -566,10 +578,7 @@ static uint64_t parse_time(const char *s)
 static uint64_t parse_size(const char *s)
 {
     char *end;
-    double v = strtod(s, &end);
-    if (*end == 'k' || *end == 'K') v *= 1024, end++;
-    else if (*end == 'm' || *end == 'M') v *= 1024 * 1024, end++;
-    else if (*end == 'g' || *end == 'G') v *= 1024.0 * 1024 * 1024, end++;
+    double v = parse_scaled(s, 1024, &end);
     if (*end == 'b' || *end == 'B') end++;
     if (end == s || *end || v < 0) {
         fprintf(stderr, "plait-sim: bad size '%s' (e.g. 4M, 256k)\n", s);
