@@ -500,6 +500,14 @@ static void t_flow_control(void)
     TAP_OK(n->c[1].rx_buffered <= b.rx_buf_max + b.max_msg,
            "flow control: receiver buffers at most its cap plus one message (%zu)",
            n->c[1].rx_buffered);
+    {
+        pp_stats_t st;
+        pp_stats(&n->c[0], &st);
+        TAP_OK(st.wait_ns[PP_WAIT_RWND] > 0 && st.wait_ns[PP_WAIT_RWND] <= n->now &&
+               st.wait_ns[PP_WAIT_NONE] == 0 && !strcmp(pp_wait_name(PP_WAIT_RWND), "receiver-window"),
+               "flow control: the sender's stall is counted as a receiver-window wait (%.1f ms)",
+               st.wait_ns[PP_WAIT_RWND] / 1e6);
+    }
     net_fini(n);
     free(n);
 }

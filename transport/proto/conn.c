@@ -19,6 +19,12 @@ static const char *const drop_names[PP_DROP_N] = {
 
 const char *pp_drop_name(int r) { return r >= 0 && r < PP_DROP_N ? drop_names[r] : "?"; }
 
+static const char *const wait_names[PP_WAIT_N] = {"none", "cc-window", "receiver-window",
+                                                  "path-windows", "pacing", "psn-window",
+                                                  "caller (queue ran dry)"};
+
+const char *pp_wait_name(int r) { return r >= 0 && r < PP_WAIT_N ? wait_names[r] : "?"; }
+
 void pp_cfg_default(pp_cfg_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -455,6 +461,19 @@ static uint32_t chunk_widen(pp_conn_t *c, const pp_msg_t *m, uint32_t bytes, uin
     return wide;
 }
 
+/* Send-wait accounting: a refused send starts (or switches) a wait, the
+ * next send ends it; its time goes to the reason in force at the time. */
+static int tx_wait(pp_conn_t *c, int why, uint64_t now)
+{
+    if (c->wait_why != why) {
+        if (c->wait_why)
+            c->st.wait_ns[c->wait_why] += now - c->wait_since;
+        c->wait_why = why;
+        c->wait_since = now;
+    }
+    return 0;
+}
+
 static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
 {
     const pp_cc_ops_t *cc = c->cfg.cc;
@@ -465,15 +484,17 @@ static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
     if (bytes == 0 || bytes > region_end - m->queued)
         bytes = region_end - m->queued;
     if (now < c->next_chunk_ns)
-        return 0;
-    if (c->inflight && (c->inflight + bytes > c->rwnd || !cc->can_send(c, bytes)))
-        return 0;
+        return tx_wait(c, PP_WAIT_PACING, now);
+    if (c->inflight && c->inflight + bytes > c->rwnd)
+        return tx_wait(c, PP_WAIT_RWND, now);
+    if (c->inflight && !cc->can_send(c, bytes))
+        return tx_wait(c, PP_WAIT_CWND, now);
     if (m->len < c->cfg.small)
         c->chunk_path = 0;   /* small messages: one path, no reordering */
     else
         c->chunk_path = cc->select_path ? cc->select_path(c, now) : c->cfg.lb->select_path(c, now);
     if (c->chunk_path < 0 && c->inflight)
-        return 0;            /* no path has room: ACKs will open one */
+        return tx_wait(c, PP_WAIT_PATH, now);   /* no path has room: ACKs will open one */
     if (c->chunk_path < 0 || c->chunk_path >= (int)c->cfg.npaths)
         c->chunk_path = 0;
     bytes = chunk_widen(c, m, bytes, region_end);
@@ -497,10 +518,13 @@ int pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
         return 0;
     if (c->nlost && tx_retransmit(c, now, out))
         return 1;
-    if (!m || sdiff(c->snd_nxt, c->snd_una) >= PP_WIN)
-        return 0;
+    if (!m)   /* nothing to send: a stall while earlier data is in flight */
+        return tx_wait(c, c->tx_head ? PP_WAIT_EMPTY : PP_WAIT_NONE, now);
+    if (sdiff(c->snd_nxt, c->snd_una) >= PP_WIN)
+        return tx_wait(c, PP_WAIT_PSN, now);
     if (c->chunk_left == 0 && !chunk_start(c, m, now))
         return 0;
+    tx_wait(c, PP_WAIT_NONE, now);
     len = c->chunk_left < c->cfg.mtu ? c->chunk_left : c->cfg.mtu;
     p = &c->pk[c->snd_nxt % PP_WIN];
     memset(p, 0, sizeof *p);
@@ -1225,4 +1249,6 @@ void pp_stats(const pp_conn_t *c, pp_stats_t *st)
     st->rate_Bps = c->rate_Bps;
     st->credit = c->cc.credit > 0 ? (uint64_t)c->cc.credit : 0;
     st->rto_floor_ns = c->rto_floor_ns;
+    if (c->wait_why && c->now > c->wait_since)   /* the wait still open counts so far */
+        st->wait_ns[c->wait_why] += c->now - c->wait_since;
 }

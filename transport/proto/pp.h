@@ -201,6 +201,21 @@ enum {
 };
 const char *pp_drop_name(int reason);
 
+/* Why the sender had data queued but sent none (time is counted per reason
+ * in pp_stats_t.wait_ns, from the first refused send to the next one). */
+enum {
+    PP_WAIT_NONE = 0,
+    PP_WAIT_CWND,       /* the CC's window, tokens or credit */
+    PP_WAIT_RWND,       /* the receiver's advertised buffer */
+    PP_WAIT_PATH,       /* no path had room (per-path windows) */
+    PP_WAIT_PACING,     /* the CC's pacing gap */
+    PP_WAIT_PSN,        /* PP_WIN packets outstanding: an old hole holds the window */
+    PP_WAIT_EMPTY,      /* everything queued was sent while earlier messages are still
+                         * unacknowledged: the caller did not keep the queue full */
+    PP_WAIT_N
+};
+const char *pp_wait_name(int reason);
+
 /* ---------------------------------------------------------- statistics */
 
 typedef struct {
@@ -226,6 +241,7 @@ typedef struct {
     uint64_t spurious;                       /* duplicates the peer reported (our needless retx) */
     uint64_t rto_floor_ns;                   /* the RTO floor as adapted to spurious timeouts */
     uint64_t tx_ref_msgs;                    /* messages sent from the caller's buffer (zero copy) */
+    uint64_t wait_ns[PP_WAIT_N];             /* sender stalled with data queued, by reason */
 } pp_stats_t;
 
 /* ------------------------------------------------------ configuration */
@@ -400,6 +416,8 @@ struct pp_conn {
     uint32_t  chunk_left, chunk_id;
     int       chunk_path;
     uint64_t  next_chunk_ns;      /* pacing */
+    int       wait_why;           /* PP_WAIT_*: why the last send was refused */
+    uint64_t  wait_since;         /* when that began */
     uint64_t  srtt_ns, rttvar_ns, min_rtt_ns;
     /* Delivery rate: bytes acknowledged over windows of PP_RATE_WINDOW_NS
      * while data is in flight (rate_start_ns 0: idle). */

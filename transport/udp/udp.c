@@ -1297,6 +1297,9 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
         for (int d = 0; d < PP_DROP_N; d++)
             if (s.drops[d])
                 fprintf(f, "    drop %s: %llu\n", pp_drop_name(d), (unsigned long long)s.drops[d]);
+        for (int w = 1; w < PP_WAIT_N; w++)
+            if (s.wait_ns[w])
+                fprintf(f, "    send waited on %s: %.1f ms\n", pp_wait_name(w), s.wait_ns[w] / 1e6);
         for (uint32_t i = 0; i < p->conn.cfg.npaths; i++) {
             const pp_path_stats_t *ps = &p->conn.paths[i].st;
             if (!ps->tx_pkts && !ps->rtt_samples)
