@@ -104,6 +104,11 @@ int pp_conn_init(pp_conn_t *c, const pp_cfg_t *cfg)
     if (c->cfg.mtu < 64 || c->cfg.mtu > 65000 || c->cfg.chunk < c->cfg.mtu / 4 || !c->cfg.cc ||
         !c->cfg.lb || c->cfg.max_msg > UINT32_MAX || c->cfg.dupthresh < 1)
         return -1;
+    /* Chunks of whole packets: 32768 bytes at a 1420-byte payload would end
+     * every chunk in a 108-byte packet, a full header for a sliver (0.3% of
+     * a shaped link's goodput); 32660 bytes are 23 full packets. */
+    if (c->cfg.chunk > c->cfg.mtu)
+        c->cfg.chunk -= c->cfg.chunk % c->cfg.mtu;
     c->rng = cfg->seed ? cfg->seed : 1;
     c->tx_tag = pp_tag(c->cfg.key, c->cfg.me, c->cfg.peer);
     c->rx_tag = pp_tag(c->cfg.key, c->cfg.peer, c->cfg.me);

@@ -404,9 +404,7 @@ static void udp_conn_cfg(udp_t *u, int peer, const udp_card_t *card, pp_cfg_t *c
         c->mtu = c->chunk;
     if (c->mtu > 65000)
         c->mtu = 65000;
-    /* Chunks of whole packets: 32 KB at 1420-byte payloads were 23 full
-     * packets and one of 108 bytes, a header paid for almost nothing. */
-    c->chunk -= c->chunk % c->mtu;
+    /* pp_conn_init rounds the chunk down to whole packets */
     c->npaths = (uint32_t)(card->npaths < u->npaths ? card->npaths : u->npaths);
     /* Inside a host every path is the same loopback: no ECMP to spread
      * over, only reordering and receive syscalls to pay (measured on 16
