@@ -824,6 +824,19 @@ static void t_spurious_rto(void)
            (unsigned long long)n->c[0].st.spurious, (unsigned long long)a.rto_min_ns,
            (unsigned long long)n->c[0].rto_floor_ns);
     TAP_OK(n->c[0].rto_floor_ns <= a.rto_max_ns / 4, "spurious timeouts: floor bounded");
+    {
+        uint64_t raised = n->c[0].rto_floor_ns, t0 = n->now, after1 = 0;
+        for (int i = 1; i <= 100; i++) {   /* 10 s quiet, polled every 100 ms */
+            n->now = t0 + (uint64_t)i * 100000000ull;
+            pp_poll(&n->c[0], n->now);
+            if (i == 9)
+                after1 = n->c[0].rto_floor_ns;
+        }
+        TAP_OK(after1 == raised && n->c[0].rto_floor_ns == a.rto_min_ns,
+               "spurious timeouts: the floor holds for a second, then decays back to %llu ns "
+               "(from %llu)", (unsigned long long)n->c[0].rto_floor_ns,
+               (unsigned long long)raised);
+    }
     net_fini(n);
     free(n);
 }

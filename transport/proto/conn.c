@@ -719,7 +719,7 @@ static int ack_valid(const pp_conn_t *c, const pp_ack_t *a, const uint8_t *sack)
  * delays this path really has (a descheduled receiver, a slow ACK path):
  * double the floor, up to a quarter of the RTO ceiling. Fast retransmits
  * alone (reordering) leave it. */
-static void rx_dups(pp_conn_t *c, uint32_t dups)
+static void rx_dups(pp_conn_t *c, uint32_t dups, uint64_t now)
 {
     uint32_t delta = dups - c->dups_seen;
     if (delta == 0 || delta >= (1u << 30))   /* none, or an older ACK overtaken */
@@ -729,6 +729,7 @@ static void rx_dups(pp_conn_t *c, uint32_t dups)
     if (c->st.retx_timeout == c->timeouts_seen)
         return;
     c->timeouts_seen = c->st.retx_timeout;
+    c->floor_moved_ns = now;
     c->rto_floor_ns *= 2;
     if (c->rto_floor_ns > c->cfg.rto_max_ns / 4)
         c->rto_floor_ns = c->cfg.rto_max_ns / 4;
@@ -824,7 +825,7 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a, const uint8_t 
             c->cfg.cc->on_credit(c, delta);
         }
     }
-    rx_dups(c, a->dups);
+    rx_dups(c, a->dups, now);
     detect_dup_loss(c, now);
     rate_sample(c, now, acked);
     info.acked = acked;
@@ -854,14 +855,30 @@ static uint64_t path_rto(const pp_conn_t *c, int path, uint64_t rto)
     return own > rto ? own : rto;
 }
 
+/* A raised RTO floor halves back toward the configured one after
+ * PP_RTO_FLOOR_HOLD_NS without a further spurious timeout: one
+ * descheduled receiver early in a job must not make every later tail
+ * loss wait out 12.5 ms (rto_max / 4) for the rest of it. */
+static void rto_floor_decay(pp_conn_t *c, uint64_t now)
+{
+    if (c->rto_floor_ns <= c->cfg.rto_min_ns || now - c->floor_moved_ns < PP_RTO_FLOOR_HOLD_NS)
+        return;
+    c->rto_floor_ns /= 2;
+    if (c->rto_floor_ns < c->cfg.rto_min_ns)
+        c->rto_floor_ns = c->cfg.rto_min_ns;
+    c->floor_moved_ns = now;
+}
+
 int pp_poll(pp_conn_t *c, uint64_t now)
 {
-    uint64_t rto = pp_rto_ns(c);
+    uint64_t rto;
     int marked = 0;
     c->now = now;
     if (c->failed || now - c->last_rto_scan < c->cfg.rto_min_ns / 4)
         return 0;
     c->last_rto_scan = now;
+    rto_floor_decay(c, now);
+    rto = pp_rto_ns(c);
     for (uint32_t psn = c->snd_una; sdiff(c->snd_nxt, psn) > 0; psn++) {
         pp_pkt_t *p = &c->pk[psn % PP_WIN];
         uint64_t limit;

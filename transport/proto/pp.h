@@ -42,6 +42,8 @@
                                       * holds above it: cc.c); a loss on a path queueing
                                       * less than twice this is taken as random, not
                                       * congestion (pwin: lb.c) */
+#define PP_RTO_FLOOR_HOLD_NS 1000000000ull   /* a raised RTO floor halves after this
+                                                * long without spurious timeouts */
 #define PP_RATE_WINDOW_NS  500000     /* delivery-rate sample length (pp_conn_t.rate_Bps) */
 #define PP_CHUNK_TIME_NS   150000     /* a chunk spanning several lasts at most this long at
                                        * the delivery rate (pwin's chunk_span: lb.c) */
@@ -427,6 +429,7 @@ struct pp_conn {
     uint64_t  rto_floor_ns;       /* cfg.rto_min_ns, raised by spurious timeouts */
     uint32_t  dups_seen;          /* the peer's duplicate count last received */
     uint64_t  timeouts_seen;      /* st.retx_timeout when the floor last moved */
+    uint64_t  floor_moved_ns;     /* when it last rose or decayed */
     pp_ccstate_t cc;
     uint16_t  clock_ring[512];    /* ackclock: paths whose ACKs came back fast */
     uint32_t  clock_head, clock_tail;
