@@ -5,8 +5,11 @@
 
 #include "launcher/binding.h"
 
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 int plr_bind_parse(const char *s, plr_bind_policy_t *out)
@@ -31,6 +34,68 @@ int plr_bind_apply(const plr_cpuset_t *c)
     if (!c->bound)
         return 0;
     return sched_setaffinity(0, sizeof(c->set), &c->set);
+}
+
+/* ------------------------------------------- hosts sharing one machine */
+
+/* The claim file: "<next free slot> <hosts holding a claim>\n". */
+static int plr_bind_file(const char *dir, const char *job, char *path, size_t len)
+{
+    int n = snprintf(path, len, "%s/plaitrun-bind.%s", dir, job);
+    if (n < 0 || (size_t)n >= len || strchr(job, '/'))
+        return -1;
+    return open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
+static void plr_bind_file_read(int fd, int *next, int *refs)
+{
+    char buf[64] = {0};
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    if (n <= 0 || sscanf(buf, "%d %d", next, refs) != 2 || *next < 0 || *refs < 0)
+        *next = *refs = 0;
+}
+
+static int plr_bind_file_write(int fd, int next, int refs)
+{
+    char buf[64];
+    int n = snprintf(buf, sizeof(buf), "%d %d\n", next, refs);
+    return ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) == n ? 0 : -1;
+}
+
+int plr_bind_claim(const char *dir, const char *job, int nranks, bool *claimed)
+{
+    char path[PATH_MAX];
+    int fd = plr_bind_file(dir, job, path, sizeof(path)), first = 0, refs = 0;
+    *claimed = false;
+    if (fd < 0)
+        return 0;
+    if (flock(fd, LOCK_EX) == 0) {
+        plr_bind_file_read(fd, &first, &refs);
+        if (plr_bind_file_write(fd, first + nranks, refs + 1) == 0)
+            *claimed = true;
+        else
+            first = 0;
+        flock(fd, LOCK_UN);
+    }
+    close(fd);
+    return first;
+}
+
+void plr_bind_release(const char *dir, const char *job)
+{
+    char path[PATH_MAX];
+    int fd = plr_bind_file(dir, job, path, sizeof(path)), next = 0, refs = 0;
+    if (fd < 0)
+        return;
+    if (flock(fd, LOCK_EX) == 0) {
+        plr_bind_file_read(fd, &next, &refs);
+        if (refs <= 1)
+            unlink(path);   /* the last host of this machine leaves */
+        else
+            plr_bind_file_write(fd, next, refs - 1);
+        flock(fd, LOCK_UN);
+    }
+    close(fd);
 }
 
 #ifdef PLAIT_HAVE_HWLOC
@@ -112,7 +177,7 @@ static int plr_bind_fill(hwloc_topology_t topo, hwloc_bitmap_t set, plr_bind_pol
     return 0;
 }
 
-int plr_bind_compute(plr_bind_policy_t pol, int nranks, plr_cpuset_t *out,
+int plr_bind_compute(plr_bind_policy_t pol, int nranks, int first, plr_cpuset_t *out,
                      char *err, size_t errlen)
 {
     hwloc_topology_t topo;
@@ -127,7 +192,7 @@ int plr_bind_compute(plr_bind_policy_t pol, int nranks, plr_cpuset_t *out,
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     for (int r = 0; r < nranks && rc == 0; r++) {
         int index = 0;
-        rc = plr_bind_map(topo, pol, nranks, r, set, &index);
+        rc = plr_bind_map(topo, pol, first + nranks, first + r, set, &index);
         if (rc == 0)
             rc = plr_bind_fill(topo, set, pol, index, &out[r]);
         if (rc != 0)
@@ -146,9 +211,10 @@ int plr_bind_ncores(void)
     return n > 0 ? (int)n : 1;
 }
 
-int plr_bind_compute(plr_bind_policy_t pol, int nranks, plr_cpuset_t *out,
+int plr_bind_compute(plr_bind_policy_t pol, int nranks, int first, plr_cpuset_t *out,
                      char *err, size_t errlen)
 {
+    (void)first;
     memset(out, 0, sizeof(*out) * (size_t)nranks);
     if (pol == PLR_BIND_NONE)
         return 0;

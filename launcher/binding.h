@@ -32,10 +32,22 @@ const char *plr_bind_name(plr_bind_policy_t pol);
 /* Number of cores this process may use (hwloc when built with it, else online CPUs). */
 int plr_bind_ncores(void);
 
-/* Fills out[0..nranks) for the policy on this machine's topology.
- * Returns 0, or -1 with a message in err (e.g. built without hwloc). */
-int plr_bind_compute(plr_bind_policy_t pol, int nranks, plr_cpuset_t *out,
+/* Fills out[0..nranks) for the policy on this machine's topology, this
+ * host's ranks taking slots first .. first + nranks - 1 (core r: core
+ * first + r). Returns 0, or -1 with a message in err (e.g. built without
+ * hwloc). */
+int plr_bind_compute(plr_bind_policy_t pol, int nranks, int first, plr_cpuset_t *out,
                      char *err, size_t errlen);
+
+/* Several hosts of one job can be one machine (network namespaces, or
+ * containers sharing /dev/shm): each binding from core 0 would put their
+ * first ranks on one core. Each host's launcher claims the next free block
+ * of nranks slots in dir/plaitrun-bind.<job> (under a file lock) and binds
+ * from there; a separate machine never sees another's file, so starts at
+ * 0. Returns the block's first slot; *claimed says whether a claim was
+ * recorded (to be released at the end: the last host removes the file). */
+int plr_bind_claim(const char *dir, const char *job, int nranks, bool *claimed);
+void plr_bind_release(const char *dir, const char *job);
 
 /* In the child between fork and exec: async-signal-safe. */
 int plr_bind_apply(const plr_cpuset_t *c);

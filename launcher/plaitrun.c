@@ -31,7 +31,8 @@ static void plr_usage(FILE *f)
         "  -x VAR[=value]         set VAR in the ranks (VAR alone: pass plaitrun's value;\n"
         "                         the ranks inherit plaitrun's environment anyway); repeatable\n"
         "  --bind-to core|numa|none\n"
-        "                         bind each rank to a core (rank r: core r), or spread the\n"
+        "                         bind each rank to a core (a host's rank r: core r; hosts\n"
+        "                         sharing one machine take consecutive blocks), or spread the\n"
         "                         ranks in blocks over the NUMA nodes, or not at all;\n"
         "                         default: core when N <= cores, else none\n"
         "  --report-bindings      print each rank's binding to stderr\n"
@@ -266,15 +267,18 @@ static void plr_stdio_sanitize(void)
 int plr_job_bindings(plr_job_t *job)
 {
     plr_opts_t *o = &job->opts;
-    int ncores = plr_bind_ncores();
+    int ncores = plr_bind_ncores(), first = 0;
+    /* a host of a multi-host job may share this machine with others */
+    if (job->mode == PLR_MODE_DAEMON && (!o->bind_given || o->bind == PLR_BIND_CORE))
+        first = plr_bind_claim(PLR_BIND_DIR, job->nspace, o->nranks, &job->bind_claimed);
     if (!o->bind_given)
-        o->bind = o->nranks <= ncores ? PLR_BIND_CORE : PLR_BIND_NONE;
-    else if (o->bind == PLR_BIND_CORE && o->nranks > ncores)
-        fprintf(stderr, PLR_NAME ": warning: %d ranks on %d cores: ranks share cores\n",
-                o->nranks, ncores);
+        o->bind = first + o->nranks <= ncores ? PLR_BIND_CORE : PLR_BIND_NONE;
+    else if (o->bind == PLR_BIND_CORE && first + o->nranks > ncores)
+        fprintf(stderr, PLR_NAME ": warning: %d ranks on %d cores%s: ranks share cores\n",
+                first + o->nranks, ncores, first ? " (with hosts of this job on the same machine)" : "");
     char err[256];
     plr_cpuset_t *sets = calloc((size_t)o->nranks, sizeof(*sets));
-    if (sets && plr_bind_compute(o->bind, o->nranks, sets, err, sizeof(err)) == 0) {
+    if (sets && plr_bind_compute(o->bind, o->nranks, first, sets, err, sizeof(err)) == 0) {
         for (int r = 0; r < o->nranks; r++)
             job->ranks[r].cpus = sets[r];
         free(sets);

@@ -17,6 +17,7 @@ struct pollfd;
 #include "launcher/binding.h"
 
 #define PLR_NAME "plaitrun"
+#define PLR_BIND_DIR "/dev/shm"   /* where co-located hosts claim core blocks (binding.h) */
 
 /* Exit codes with a fixed meaning (documented in --help). */
 enum {
@@ -109,6 +110,7 @@ typedef struct plr_job {
     int        *rank_node;         /* [size]: node of each rank */
     int        *rank_lrank;        /* [size]: local rank on its node */
     bool        stay;              /* keep the loop running with no live rank */
+    bool        bind_claimed;      /* holds a block of core slots (plr_bind_claim) */
     void       *net;               /* connections: plr_head.c / plr_daemon.c state */
 } plr_job_t;
 

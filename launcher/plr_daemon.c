@@ -647,7 +647,7 @@ static int plr_d_ranks_init(plr_job_t *job)
 /* Forked while the daemon is single-threaded.  Reads rank pids; a 0 means
  * the daemon cleaned up itself; EOF without it means the daemon died:
  * then it kills the ranks' process groups and removes the job's files. */
-static void plr_d_watchdog_run(int rd, const char *tmpdir, const char *nspace)
+static void plr_d_watchdog_run(int rd, const char *tmpdir, const char *nspace, bool claimed)
 {
     pid_t pids[4096];
     int n = 0;
@@ -674,6 +674,8 @@ static void plr_d_watchdog_run(int rd, const char *tmpdir, const char *nspace)
     usleep(200000);                        /* let the kernel release what they held */
     plr_tmpdir_remove(tmpdir);
     plr_shm_remove(nspace);
+    if (claimed)   /* the daemon's block of cores, for hosts sharing this machine */
+        plr_bind_release(PLR_BIND_DIR, nspace);
     _exit(0);
 }
 
@@ -699,7 +701,7 @@ static int plr_d_watchdog(plr_job_t *job)
             dup2(null, 2);
             close(null);
         }
-        plr_d_watchdog_run(3, job->tmpdir, job->nspace);
+        plr_d_watchdog_run(3, job->tmpdir, job->nspace, job->bind_claimed);
     }
     close(p[0]);
     return p[1];
@@ -889,6 +891,8 @@ static void plr_d_teardown(plr_job_t *job, plr_daemon_t *d, int server_up)
     if (job->tmpdir[0])
         plr_tmpdir_remove(job->tmpdir);
     plr_shm_remove(job->nspace);
+    if (job->bind_claimed)
+        plr_bind_release(PLR_BIND_DIR, job->nspace);
     if (d->watchdog >= 0) {
         pid_t zero = 0;
         plr_d_watch(d, zero);

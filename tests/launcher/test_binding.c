@@ -106,9 +106,39 @@ static void test_smt_machine(void)
     hwloc_topology_destroy(t);
 }
 
+/* Hosts of one job on one machine claim disjoint core blocks; the last
+ * to release removes the claim file; a directory it cannot write to, or a
+ * job name with a slash, claims nothing and starts at slot 0. */
+static void test_colocated_claims(void)
+{
+    char dir[] = "/tmp/t-bindclaim.XXXXXX", path[PATH_MAX];
+    bool c1 = false, c2 = false, c3 = true, c4 = true;
+    if (!mkdtemp(dir)) {
+        report(false, "co-located hosts: temporary directory");
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/plaitrun-bind.plait.77", dir);
+    int a = plr_bind_claim(dir, "plait.77", 2, &c1);
+    int b = plr_bind_claim(dir, "plait.77", 3, &c2);
+    int other = plr_bind_claim(dir, "plait.78", 4, &c3);
+    report(a == 0 && b == 2 && c1 && c2 && other == 0 && c3,
+           "co-located hosts: first host slots 0-1, second 2-4, another job from 0");
+    plr_bind_release(dir, "plait.77");
+    bool kept = access(path, F_OK) == 0;
+    plr_bind_release(dir, "plait.77");
+    report(kept && access(path, F_OK) != 0, "co-located hosts: the last host removes the claim");
+    plr_bind_release(dir, "plait.78");
+    int none = plr_bind_claim("/nonexistent-dir", "plait.77", 2, &c4);
+    int slash = plr_bind_claim(dir, "../x", 2, &c3);
+    report(none == 0 && !c4 && slash == 0 && !c3,
+           "co-located hosts: no claim where the file cannot be made (slot 0)");
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_numa_machine();
     test_smt_machine();
+    test_colocated_claims();
     return failures ? 1 : 0;
 }

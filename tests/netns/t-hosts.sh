@@ -72,9 +72,10 @@ if [ ! -x "$CLIENT" ]; then
     fi
 fi
 cp /bin/sleep "$WORK/sleeper"      # ranks that wait, findable by path
-# Segments of plaitrun jobs (plait-<namespace>-<rank>, namespace plait.<pid>);
+# Segments of plaitrun jobs (plait-<namespace>-<rank>, namespace plait.<pid>)
+# and the core claims of hosts sharing this machine (plaitrun-bind.<namespace>);
 # other people's jobs may come and go meanwhile, but ours are removed.
-shm_list() { ls /dev/shm 2>/dev/null | grep '^plait-plait\.' | sort; }
+shm_list() { ls /dev/shm 2>/dev/null | grep -E '^(plait-|plaitrun-bind\.)plait\.' | sort; }
 
 # run NAME PLAITRUN-ARGS...: the head in host h1, guarded; sets rc, out, err.
 run() {
@@ -193,6 +194,19 @@ check "a rank's exit status 3 on host 2: job ended, exit 3, host and rank named"
 run bind --host h1:2,h2:2 --report-bindings true
 [ $rc = 0 ] && [ "$(grep -cE '^plaitrun: host h[12]: rank [0-3] \(pid [0-9]+\) (bound to|not bound)' "$err")" = 4 ]
 check "--report-bindings: one line per rank, naming its host" $?
+
+# The namespace hosts are one machine: with the default binding each host's
+# first rank must not land on core 0 (they would share it).
+if [ "$(nproc)" -ge 2 ]; then
+    run bindcoloc --host h1:1,h2:1 --report-bindings true
+    cores=$(sed -n 's/^plaitrun: host h[12]: rank [01] (pid [0-9]*) bound to core \([0-9]*\) .*/\1/p' "$err" |
+            sort -u | wc -l)
+    [ $rc = 0 ] && [ "$cores" = 2 ]
+    check "hosts on one machine, default binding: their ranks on different cores" $? \
+        "stderr: $(cat "$err")"
+else
+    skip "hosts on one machine, default binding" "one core"
+fi
 
 run noprog --host h1:1,h2:1 "$WORK/no-such-program"
 [ $rc = 127 ] && has "cannot execute '$WORK/no-such-program'" "$err"
