@@ -964,6 +964,42 @@ static uint32_t span_chunk(double rate, double pathwin)
     return bytes;
 }
 
+/* Chunks pwin puts on the odd (second) half of the paths in 400 choices,
+ * the even paths' queue RTT 1 ms and the odd ones' odd_qrtt, the
+ * connection delivering 125 MB/s with unsent bytes left to send. */
+static int tail_picks_odd(uint64_t odd_qrtt, uint64_t unsent)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    int odd = 0;
+    net_cfg(&cfg, 0, 1, 2);
+    cfg.lb = &pp_lb_pwin;
+    pp_conn_init(&c, &cfg);
+    for (uint32_t p = 0; p < cfg.npaths; p++)
+        c.paths[p].qrtt_ns = p % 2 ? odd_qrtt : 1000000;
+    c.rate_Bps = 125e6;
+    c.tx_unsent = unsent;
+    for (int i = 0; i < 400; i++) {
+        int p = c.cfg.lb->select_path(&c, 1000);
+        odd += p >= 0 && p % 2;
+    }
+    pp_conn_fini(&c);
+    return odd;
+}
+
+/* pwin's tail rule: the last bytes of a transfer avoid a path so slow that
+ * they would land after everything could have gone the fast way. */
+static void t_pwin_tail(void)
+{
+    int tail = tail_picks_odd(25000000, 32768), stream = tail_picks_odd(25000000, 100000000);
+    int alike = tail_picks_odd(1500000, 32768);
+    TAP_OK(tail == 0, "pwin tail: 32 KB left, 25 ms path vs 1 ms: the slow paths take none (%d)",
+           tail);
+    TAP_OK(stream > 0 && alike > 0,
+           "pwin tail: with 100 MB left, or paths alike (1.5 ms vs 1 ms), all paths take chunks "
+           "(%d, %d of 400 on the odd ones)", stream, alike);
+}
+
 /* A chunk spans what the connection delivers in PP_CHUNK_TIME_NS (at most
  * 8 chunks, and half its path's free window): net_cfg's chunk is 4000 B. */
 static void t_pwin_chunk_span(void)
@@ -1423,6 +1459,7 @@ int main(void)
     t_pwin_loss();
     t_pwin_steer();
     t_pwin_chunk_span();
+    t_pwin_tail();
     t_pwin_random_loss();
     t_short_ack();
     t_piggyback();

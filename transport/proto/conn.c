@@ -260,6 +260,7 @@ static int msg_queue(pp_conn_t *c, const void *hdr, size_t hlen, const void *pay
     if (!c->tx_cut)
         c->tx_cut = m;
     c->tx_buffered += len;
+    c->tx_unsent += len;
     c->st.tx_msgs++;
     return 0;
 }
@@ -540,6 +541,7 @@ int pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     p->state = PP_PK_INFLIGHT;
     p->sent_ns = p->first_ns = now;
     m->queued += len;
+    c->tx_unsent -= len;
     c->chunk_left -= len;
     p->chunk_end = c->chunk_left == 0;
     if (m->queued == m->len) {

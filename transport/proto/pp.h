@@ -405,6 +405,7 @@ struct pp_conn {
     pp_msg_t *tx_cut;             /* first message with bytes not yet packetized */
     uint32_t  tx_next_msg;
     size_t    tx_buffered;
+    uint64_t  tx_unsent;          /* bytes queued, not yet cut into packets (pwin's tail rule) */
     int       tx_was_blocked;     /* a send was refused: wake the sender when space frees */
     uint32_t  snd_una, snd_nxt, recover;
     uint32_t  highest_sacked;
