@@ -942,21 +942,27 @@ static void t_pwin_steer(void)
     pp_conn_fini(&c);
 }
 
+/* A lone sender-side connection (no peer) with pwin, delivering rate B/s. */
+static void pwin_conn(pp_conn_t *c, double rate)
+{
+    pp_cfg_t cfg;
+    net_cfg(&cfg, 0, 1, 2);
+    cfg.lb = &pp_lb_pwin;
+    pp_conn_init(c, &cfg);
+    c->rate_Bps = rate;
+}
+
 /* The first chunk a fresh pwin connection starts for a 100000-byte message,
  * with this delivery rate (bytes/s) and every path's window at pathwin. */
 static uint32_t span_chunk(double rate, double pathwin)
 {
     static uint8_t msg[100000];
     pp_conn_t c;
-    pp_cfg_t cfg;
     pp_out_t o;
     uint32_t bytes = 0;
-    net_cfg(&cfg, 0, 1, 2);
-    cfg.lb = &pp_lb_pwin;
-    pp_conn_init(&c, &cfg);
-    for (uint32_t p = 0; p < cfg.npaths; p++)
+    pwin_conn(&c, rate);
+    for (uint32_t p = 0; p < c.cfg.npaths; p++)
         c.paths[p].cwnd = pathwin;
-    c.rate_Bps = rate;
     pp_send(&c, "hdr", 3, msg, sizeof msg);
     if (pp_tx_next(&c, 1000, &o))
         bytes = c.pk[(c.snd_nxt - 1) % PP_WIN].len + c.chunk_left;
@@ -970,14 +976,10 @@ static uint32_t span_chunk(double rate, double pathwin)
 static int tail_picks_odd(uint64_t odd_qrtt, uint64_t unsent)
 {
     pp_conn_t c;
-    pp_cfg_t cfg;
     int odd = 0;
-    net_cfg(&cfg, 0, 1, 2);
-    cfg.lb = &pp_lb_pwin;
-    pp_conn_init(&c, &cfg);
-    for (uint32_t p = 0; p < cfg.npaths; p++)
+    pwin_conn(&c, 125e6);
+    for (uint32_t p = 0; p < c.cfg.npaths; p++)
         c.paths[p].qrtt_ns = p % 2 ? odd_qrtt : 1000000;
-    c.rate_Bps = 125e6;
     c.tx_unsent = unsent;
     for (int i = 0; i < 400; i++) {
         int p = c.cfg.lb->select_path(&c, 1000);
