@@ -43,9 +43,10 @@ hosts_down() {
     "$HOSTS_NETNS" down "$1"
 }
 
-# --bind-to none: the hosts are namespaces of one machine, and each host's
-# daemon would bind its ranks to cores 0, 1, ...: ranks of different hosts
-# would share cores (both ranks of h1:1,h2:1 on core 0).
+# --bind-to none: the hosts are namespaces of one machine. plaitrun gives
+# each its own block of cores when bound, but a bound rank shares its core
+# with its udp engine thread, and unbound ran a little faster here
+# (docs/USER-GUIDE.md, binding).
 hosts_plaitrun() {
     echo "$1/in-h1 $PLAITRUN --host $2 --bind-to none --launch-agent $1/in-{host}"
 }

@@ -71,9 +71,9 @@ chmod +x "$work/vip-run" "$work/rsh-agent"
 med() { tr ' ' '\n' | grep -v '^$' | sort -g |
         awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / b; else print "n/a" }'; }
-# --bind-to none: each namespace "host" would bind its ranks to cores 0..n-1
-# of this one machine, so the two hosts' ranks would share cores (Open MPI
-# runs unbound below too).
+# --bind-to none: the namespace "hosts" are one machine; bound, each rank
+# would share its core with its udp engine thread (Open MPI runs unbound
+# below too).
 plait_job() {   # plait_job NPAIRS TRANSPORT [VAR=VAL...] -- PROGRAM ARGS
     local n=$1 t=$2 xs=()
     shift 2

@@ -51,10 +51,9 @@ EOF
 chmod +x "$work/vip-run"
 
 # bw TRANSPORT [VAR=VAL...]: MB/s of 4 MB messages A -> B (median of reps).
-# --bind-to none: both "hosts" are namespaces of this one machine, and each
-# host's launcher would bind its first rank to core 0, so sender and
-# receiver (and their engine threads) would share one core, where the raw
-# UDP ceiling below gets two.
+# --bind-to none: both "hosts" are namespaces of this one machine; bound,
+# each rank would share its core with its udp engine thread, where the raw
+# UDP ceiling below runs sender and receiver on a core each.
 bw() {
     local t=$1 r v vals=""
     shift

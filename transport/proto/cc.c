@@ -71,23 +71,11 @@ static void win_init(pp_conn_t *c)
  * shows that much queue keeps a standing queue, so the links stay busy and
  * nothing overflows; losses still cut it as CUBIC does. */
 
-/* The smallest queue-inclusive RTT among the paths (0: none measured). */
-static uint64_t least_queued_rtt(const pp_conn_t *c)
-{
-    uint64_t best = 0;
-    for (uint32_t p = 0; p < c->cfg.npaths; p++) {
-        uint64_t q = c->paths[p].qrtt_ns;
-        if (q && (!best || q < best))
-            best = q;
-    }
-    return best;
-}
-
 /* The least queued path's RTT when even it queues more than the target,
  * else 0. */
 static uint64_t cubic_standing_queue(const pp_conn_t *c)
 {
-    uint64_t q = least_queued_rtt(c);
+    uint64_t q = pp_least_qrtt(c);
     return q && c->min_rtt_ns && q > c->min_rtt_ns + PP_QUEUE_TARGET_NS ? q : 0;
 }
 

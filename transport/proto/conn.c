@@ -93,6 +93,17 @@ uint64_t pp_rand(pp_conn_t *c)
     return x * 0x2545f4914f6cdd1dull;
 }
 
+uint64_t pp_least_qrtt(const pp_conn_t *c)
+{
+    uint64_t best = 0;
+    for (uint32_t p = 0; p < c->cfg.npaths; p++) {
+        uint64_t q = c->paths[p].qrtt_ns;
+        if (q && (!best || q < best))
+            best = q;
+    }
+    return best;
+}
+
 int pp_conn_init(pp_conn_t *c, const pp_cfg_t *cfg)
 {
     memset(c, 0, sizeof *c);

@@ -37,15 +37,22 @@ static int lb_random(pp_conn_t *c, uint64_t now)
 
 const pp_lb_ops_t pp_lb_spray = {.name = "spray", .select_path = lb_random};
 
-/* Expected delay of a new chunk on path p: its queue-inclusive RTT (send to
- * ACK of its recent packets), scaled up by what is already in flight on it,
- * so a slow or congested path looks as bad as it is; recently lossy paths
- * are avoided. A path with no sample yet costs the connection's minimum, so
- * it gets tried. */
+/* A path's expected send-to-ACK time: its queue-inclusive RTT (send to ACK
+ * of its recent packets); a path with no sample yet counts the
+ * connection's minimum, so it gets tried. */
+static uint64_t path_delay(const pp_conn_t *c, int p)
+{
+    const pp_path_t *pa = &c->paths[p];
+    return pa->qrtt_ns ? pa->qrtt_ns : pa->st.srtt_ns ? pa->st.srtt_ns : c->min_rtt_ns;
+}
+
+/* Expected delay of a new chunk on path p: its delay, scaled up by what is
+ * already in flight on it, so a slow or congested path looks as bad as it
+ * is; recently lossy paths are avoided. */
 static uint64_t path_cost(const pp_conn_t *c, int p, uint64_t now)
 {
     const pp_path_t *pp = &c->paths[p];
-    uint64_t rtt = pp->qrtt_ns ? pp->qrtt_ns : pp->st.srtt_ns ? pp->st.srtt_ns : c->min_rtt_ns;
+    uint64_t rtt = path_delay(c, p);
     uint64_t cost = (rtt ? rtt : 1) * (1 + pp->inflight / (c->cfg.chunk ? c->cfg.chunk : 1));
     if (pp->penalty_until > now)
         cost += 1000000000ull;
@@ -96,22 +103,6 @@ static void pwin_init(pp_conn_t *c)
     }
 }
 
-/* A path's expected send-to-ACK time (its queue included). */
-static uint64_t path_delay(const pp_conn_t *c, int p)
-{
-    const pp_path_t *pa = &c->paths[p];
-    return pa->qrtt_ns ? pa->qrtt_ns : pa->st.srtt_ns ? pa->st.srtt_ns : c->min_rtt_ns;
-}
-
-static uint64_t fastest_delay(const pp_conn_t *c)
-{
-    uint64_t best = 0;
-    for (uint32_t p = 0; p < c->cfg.npaths; p++)
-        if (c->paths[p].qrtt_ns && (!best || c->paths[p].qrtt_ns < best))
-            best = c->paths[p].qrtt_ns;
-    return best;
-}
-
 /* Earliest completion at the tail: a chunk on a path slower than the
  * fastest by more than the connection needs to send everything still
  * unsent arrives after all of it could have gone the fast way. Beside a
@@ -137,7 +128,7 @@ static int pwin_too_late(const pp_conn_t *c, int p, uint64_t fastest)
 static int pwin_select(pp_conn_t *c, uint64_t now)
 {
     int n = (int)c->cfg.npaths, best = -1, found = 0;
-    uint64_t best_cost = UINT64_MAX, fastest = fastest_delay(c);
+    uint64_t best_cost = UINT64_MAX, fastest = pp_least_qrtt(c);
     for (int draw = 0; draw < 8 && found < 2; draw++) {
         int p = (int)(pp_rand(c) % (uint64_t)n);
         uint64_t cost;
