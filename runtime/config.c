@@ -68,6 +68,10 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "udp: rendezvous data frames from this size are sent from the user's buffer, not copied "
      "(the send completes once every packet is acknowledged; 0 = always copy)",
      CFG_AT(udp_zcopy_min)},
+    {"PLAIT_UDP_TX_HELP", PRT_CFG_ENUM, "auto", "auto|on|off",
+     "udp: while the application waits on a bulk transfer, the engine thread sends alongside it "
+     "(two cores move one connection's data; auto = on where the process may use two cores)",
+     CFG_AT(udp_tx_help)},
     {"PLAIT_STATS", PRT_CFG_BOOL, "0", NULL,
      "print per-connection and per-path transport counters to stderr at plait_finalize",
      CFG_AT(stats)},

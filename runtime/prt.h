@@ -66,6 +66,9 @@ const char *prt_cfg_type_name(prt_cfg_type_t t);
 enum { PRT_TRANSPORT_AUTO = 0, PRT_TRANSPORT_SHM = 1, PRT_TRANSPORT_TCP = 2, PRT_TRANSPORT_UDP = 3 };
 
 /* Parsed values of every setting, filled by prt_cfg_load(). */
+/* PLAIT_UDP_TX_HELP: auto = on where the process may use two cores or more */
+enum { PRT_TX_HELP_AUTO, PRT_TX_HELP_ON, PRT_TX_HELP_OFF };
+
 typedef struct {
     double   timeout_s;        /* PLAIT_TIMEOUT, 0 = forever */
     int      log_level;        /* PLAIT_LOG_LEVEL */
@@ -94,6 +97,7 @@ typedef struct {
     size_t   udp_mtu;          /* PLAIT_UDP_MTU, 0 = from the interface */
     int      udp_gso;          /* PLAIT_UDP_GSO: UDP segmentation offload when the kernel has it */
     size_t   udp_zcopy_min;    /* PLAIT_UDP_ZCOPY_MIN: reference DATA payloads from this size (0 off) */
+    int      udp_tx_help;      /* PLAIT_UDP_TX_HELP: PRT_TX_HELP_* */
     int      stats;            /* PLAIT_STATS: print transport counters at finalize */
     /* collectives: forced algorithm per collective (0 = auto; the choices'
      * order is coll/pcoll.h's PCOLL_* algorithm ids) and reduction kernels */

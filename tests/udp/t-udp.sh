@@ -62,6 +62,8 @@ for lb in spray p2c ackclock pwin; do
     job "udp loopback: PLAIT_LB=$lb pt2pt_many -n 2" 2 "PLAIT_LB=$lb" "$BIN/pt2pt_many"
 done
 job "udp loopback: PLAIT_ENGINES=2 pt2pt_sizes -n 2" 2 "PLAIT_ENGINES=2" "$BIN/pt2pt_sizes"
+job "udp loopback: PLAIT_UDP_TX_HELP=on PLAIT_ENGINES=2 pt2pt_threads -n 3" 3 \
+    "PLAIT_UDP_TX_HELP=on PLAIT_ENGINES=2" "$BIN/pt2pt_threads"
 job "udp loopback: PLAIT_UDP_PATHS=1 pt2pt_sizes -n 2" 2 "PLAIT_UDP_PATHS=1" "$BIN/pt2pt_sizes"
 job "udp loopback: 1500-byte datagrams, 4K chunks pt2pt_sizes -n 2" 2 \
     "PLAIT_UDP_MTU=1500 PLAIT_CHUNK_SIZE=4K" "$BIN/pt2pt_sizes"
@@ -76,6 +78,10 @@ if [ -x "$REUSE" ]; then
     job "udp loopback: 1500-byte datagrams, udp_reuse -n 2" 2 \
         "PLAIT_UDP_MTU=1500 PLAIT_CHUNK_SIZE=4K" "$REUSE"
     job "udp loopback: PLAIT_UDP_ZCOPY_MIN=0 (copy) udp_reuse -n 2" 2 "PLAIT_UDP_ZCOPY_MIN=0" "$REUSE"
+    # The engine thread sends beside the waiting caller (bulk messages):
+    # zero-copy buffers are read by two threads, with ACKs arriving meanwhile.
+    job "udp loopback: PLAIT_UDP_TX_HELP=on udp_reuse -n 3" 3 "PLAIT_UDP_TX_HELP=on" "$REUSE"
+    job "udp loopback: PLAIT_UDP_TX_HELP=off udp_reuse -n 2" 2 "PLAIT_UDP_TX_HELP=off" "$REUSE"
     # The receiver stops (SIGSTOP) mid-message: the zero-copy send must end
     # with PLAIT_ERR_TRANSPORT after PLAIT_UDP_GIVE_UP, not hang.
     name="udp loopback: send to a stopped rank fails with PLAIT_ERR_TRANSPORT (give-up 1 s)"

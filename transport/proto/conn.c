@@ -159,7 +159,12 @@ void pp_conn_fini(pp_conn_t *c)
         n = m->next;
         msg_destroy(m);
     }
-    c->zc_done = c->zc_done_tail = NULL;
+    for (m = c->retired; m; m = n) {
+        n = m->next;
+        msg_destroy(m);
+    }
+    c->zc_done = c->zc_done_tail = c->retired = NULL;
+    c->tx_pins = 0;
     c->zc_refs = 0;
     for (int i = 0; i < PP_WIN; i++)
         free(c->rmsg[i]);
@@ -288,7 +293,10 @@ int pp_send_ref(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload,
     return msg_queue(c, hdr, hlen, payload, plen, place_id, place_off, 1, cookie);
 }
 
-int pp_zc_ready(const pp_conn_t *c) { return c->zc_done || (c->failed && c->zc_refs); }
+int pp_zc_ready(const pp_conn_t *c)
+{
+    return c->zc_done || (c->failed && !c->tx_pins && c->zc_refs);
+}
 
 int pp_zc_reap(pp_conn_t *c, pp_zc_t *out, int max)
 {
@@ -301,8 +309,10 @@ int pp_zc_reap(pp_conn_t *c, pp_zc_t *out, int max)
         out[n++] = (pp_zc_t){m->cookie, 0};
         msg_destroy(m);
     }
-    /* Failed: nothing is sent again (pp_tx_next), so every buffer is free. */
-    for (pp_msg_t *m = c->tx_head; c->failed && c->zc_refs && m && n < max; m = m->next)
+    /* Failed: nothing is sent again (pp_tx_next), so every buffer is free
+     * once no thread still hands earlier packets to the kernel. */
+    for (pp_msg_t *m = c->tx_head; c->failed && !c->tx_pins && c->zc_refs && m && n < max;
+         m = m->next)
         if (m->ref && !m->ref_owned) {
             out[n++] = (pp_zc_t){m->cookie, 1};
             m->ref = NULL;
@@ -314,6 +324,8 @@ int pp_zc_reap(pp_conn_t *c, pp_zc_t *out, int max)
 int pp_zc_detach(pp_conn_t *c, uint64_t cookie)
 {
     pp_msg_t **pm = &c->zc_done, *last = NULL;
+    if (c->tx_pins)
+        return PP_BUSY;
     for (pp_msg_t *m = c->tx_head; m; m = m->next) {
         uint8_t *copy;
         if (!m->ref || m->ref_owned || m->cookie != cookie)
@@ -525,12 +537,22 @@ static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
     return 1;
 }
 
+/* The connection's clock never goes back: threads of a datapath read the
+ * time before they take the connection's lock, so one may come with a time
+ * older than what another just stamped on a packet. */
+static uint64_t conn_clock(pp_conn_t *c, uint64_t now)
+{
+    if (now > c->now)
+        c->now = now;
+    return c->now;
+}
+
 int pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
 {
     pp_msg_t *m = c->tx_cut;
     pp_pkt_t *p;
     uint32_t len;
-    c->now = now;
+    now = conn_clock(c, now);
     if (c->failed)
         return 0;
     if (c->nlost && tx_retransmit(c, now, out))
@@ -568,17 +590,11 @@ int pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     return 1;
 }
 
-static void msg_acked(pp_conn_t *c, pp_msg_t *m, uint32_t len)
+/* A sent message whose every byte is acknowledged: a referenced one is
+ * reported (its caller's buffer is free), an owned one freed. */
+static void msg_done(pp_conn_t *c, pp_msg_t *m)
 {
-    m->acked += len;
-    if (m->acked < m->len)
-        return;
-    if (m->prev) m->prev->next = m->next; else c->tx_head = m->next;
-    if (m->next) m->next->prev = m->prev; else c->tx_tail = m->prev;
-    if (c->tx_cut == m)
-        c->tx_cut = m->next;
-    c->tx_buffered -= m->len;
-    if (m->ref && !m->ref_owned) {   /* the caller's buffer is free: report it */
+    if (m->ref && !m->ref_owned) {
         c->zc_refs--;
         m->next = NULL;
         if (c->zc_done_tail)
@@ -589,6 +605,37 @@ static void msg_acked(pp_conn_t *c, pp_msg_t *m, uint32_t len)
         return;
     }
     msg_free(c, m);
+}
+
+static void msg_acked(pp_conn_t *c, pp_msg_t *m, uint32_t len)
+{
+    m->acked += len;
+    if (m->acked < m->len)
+        return;
+    if (m->prev) m->prev->next = m->next; else c->tx_head = m->next;
+    if (m->next) m->next->prev = m->prev; else c->tx_tail = m->prev;
+    if (c->tx_cut == m)
+        c->tx_cut = m->next;
+    c->tx_buffered -= m->len;
+    if (c->tx_pins) {   /* a packet being handed to the kernel may point into it */
+        m->next = c->retired;
+        c->retired = m;
+        return;
+    }
+    msg_done(c, m);
+}
+
+void pp_tx_pin(pp_conn_t *c) { c->tx_pins++; }
+
+void pp_tx_unpin(pp_conn_t *c)
+{
+    if (!c->tx_pins || --c->tx_pins)
+        return;
+    while (c->retired) {
+        pp_msg_t *m = c->retired;
+        c->retired = m->next;
+        msg_done(c, m);
+    }
 }
 
 /* A packet leaves flight (acked); returns its bytes if they are newly acked. */
@@ -886,7 +933,7 @@ int pp_poll(pp_conn_t *c, uint64_t now)
 {
     uint64_t rto;
     int marked = 0;
-    c->now = now;
+    now = conn_clock(c, now);
     if (c->failed || now - c->last_rto_scan < c->cfg.rto_min_ns / 4)
         return 0;
     c->last_rto_scan = now;
@@ -1177,7 +1224,7 @@ void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len)
 {
     pp_hdr_t h;
     int why;
-    c->now = now;
+    now = conn_clock(c, now);
     if ((why = hdr_check(pkt, len, &h)) >= 0) {
         drop(c, why);
         return;

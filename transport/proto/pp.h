@@ -457,6 +457,10 @@ struct pp_conn {
     /* referenced messages (pp_send_ref) */
     pp_msg_t *zc_done, *zc_done_tail;   /* fully acknowledged, cookie not yet reaped */
     uint32_t  zc_refs;                  /* in tx_head.. still reading a caller's buffer */
+    /* pp_tx_pin: packets handed out may be read with the connection
+     * unlocked; messages acknowledged meanwhile wait in retired. */
+    uint32_t  tx_pins;
+    pp_msg_t *retired;
 };
 
 /* A packet the datapath should transmit: hdr (hdr_len bytes) followed by
@@ -504,9 +508,20 @@ int  pp_zc_reap(pp_conn_t *c, pp_zc_t *out, int max);
 int  pp_zc_ready(const pp_conn_t *c);
 /* The caller withdraws cookie's buffer early (a cancelled send): the
  * unacknowledged messages naming it get a private copy of their payload
- * and are never reported. 0, or -1 when out of memory (nothing changed
- * for the messages not yet copied). */
+ * and are never reported. 0, -1 when out of memory (nothing changed
+ * for the messages not yet copied), or PP_BUSY while pinned (retry once
+ * the pin is released: a thread may be reading the buffer). */
 int  pp_zc_detach(pp_conn_t *c, uint64_t cookie);
+/* A datapath that hands packets from pp_tx_next to the kernel after
+ * releasing the connection's lock (so that several threads transmit at
+ * once) pins it first and unpins it, locked again, once the kernel has
+ * them: while pinned, a message acknowledged meanwhile is neither freed nor
+ * reported to pp_zc_reap (the packets point into it), a failed connection
+ * does not report its referenced buffers free, and pp_zc_detach refuses
+ * (PP_BUSY). Pins nest (one per thread). */
+void pp_tx_pin(pp_conn_t *c);
+void pp_tx_unpin(pp_conn_t *c);
+#define PP_BUSY (-2)
 /* The next packet to transmit now (retransmission first), or 0: none now. */
 int  pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out);
 /* The ACK to send if one is owed (after a batch of received packets), or 0. */

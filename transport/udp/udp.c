@@ -22,11 +22,18 @@
  * engine's thread stands by while an application thread polled within
  * UDP_HANDOFF_NS and takes over when it stops polling (computing, or asleep
  * on the shm wake-up word, which the thread bumps when a message is ready or
- * send space freed up).
+ * send space freed up). While the caller drives and a peer has a bulk
+ * backlog (UDP_HELP_MIN unsent bytes), the engine thread transmits for it
+ * too, from scratch of its own (udp_tx_help, PLAIT_UDP_TX_HELP): a sender
+ * spends most of its time in the kernel's copy and in the path to the peer's
+ * socket, and that now runs on two cores. Packets go to the kernel with the
+ * peer unlocked and its connection pinned (pp_tx_pin), so the two threads'
+ * sendmmsg calls, and ACK processing, overlap.
  *
  * Locks: each peer's pp_conn_t (and its exposed receive regions) is guarded by
- * the peer's mutex; an engine's scratch buffers by its drive lock. Order:
- * drive, then peer; the pt2pt lock is never taken here.
+ * the peer's mutex; an engine's scratch buffers by its drive lock (but txh,
+ * the engine thread's alone). Order: drive, then peer; the pt2pt lock is
+ * never taken here.
  *
  * Large DATA frames of pt2pt go with send_placed: the receiver exposed the
  * destination buffer (expose), so the protocol places each packet's payload
@@ -51,6 +58,7 @@
 #include <netinet/udp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -79,6 +87,7 @@
 #define UDP_MAX_ENG   16
 #define UDP_MAX_FRAME (1u << 20)            /* ptl frame: one protocol message */
 #define UDP_RXBUF     65536
+#define UDP_HELP_MIN  (256u << 10)          /* unsent bytes worth a second sending thread */
 
 typedef struct {
     uint64_t magic;
@@ -143,6 +152,7 @@ typedef struct {
     _Atomic uint64_t defer_ns;
     _Atomic int     idle;                    /* asleep in udp_engine_idle */
     udp_txb_t      *txb;
+    udp_txb_t      *txh;                     /* the engine thread's own, for udp_tx_help */
     udp_rxb_t      *rxb;
     pthread_t       thread;
     int             started;
@@ -153,6 +163,7 @@ struct udp {
     ptl_tl_t      *waker;
     prt_config_t   cfg;
     int            npaths, neng;
+    int            tx_help;                  /* engine threads send beside a waiting caller */
     int            fds[PP_MAX_PATHS];
     uint16_t       ports[PP_MAX_PATHS];
     uint32_t       epoch, mtu;
@@ -309,6 +320,16 @@ static int udp_open_paths(udp_t *u, uint32_t bind_addr)
     return PLAIT_OK;
 }
 
+/* PLAIT_UDP_TX_HELP: a helping engine thread needs a core of its own (bound
+ * to one core, it would take turns with the caller instead). */
+static int udp_tx_help_wanted(int mode)
+{
+    cpu_set_t set;
+    if (mode != PRT_TX_HELP_AUTO)
+        return mode == PRT_TX_HELP_ON;
+    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2;
+}
+
 int ptl_udp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg, ptl_tl_t *waker)
 {
     udp_t *u = calloc(1, sizeof *u);
@@ -330,6 +351,7 @@ int ptl_udp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg, ptl_tl_
     u->neng = cfg->engines < 1 ? 1 : cfg->engines > UDP_MAX_ENG ? UDP_MAX_ENG : (int)cfg->engines;
     if (u->neng > u->npaths)
         u->neng = u->npaths;
+    u->tx_help = udp_tx_help_wanted(cfg->udp_tx_help);
     if (getrandom(&u->epoch, sizeof u->epoch, 0) != sizeof u->epoch)
         u->epoch = (uint32_t)(prt_now_ns() ^ ((uint64_t)getpid() << 16));
     u->card.magic = UDP_MAGIC;
@@ -491,8 +513,9 @@ int ptl_udp_connect(ptl_tl_t *tl)
         g->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         pthread_mutex_init(&g->drive, NULL);
         g->txb = malloc(sizeof *g->txb);
+        g->txh = u->tx_help ? malloc(sizeof *g->txh) : NULL;
         g->rxb = malloc(sizeof *g->rxb);
-        if (!g->txb || !g->rxb)
+        if (!g->txb || !g->rxb || (u->tx_help && !g->txh))
             return prt_err(PLAIT_ERR_NOMEM, "udp: no memory for engine %d's buffers", e);
         udp_rxb_init(g->rxb);
         ev.data.u32 = UDP_KICK_TAG;
@@ -617,9 +640,6 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
     }
 }
 
-/* Timers and transmission for one peer (peer lock held while the packets,
- * which point into its messages, are handed to the kernel). Returns the
- * packets sent. Caller holds g->drive (g's scratch). */
 /* Peer r's ACK is no longer held back. Caller holds g->drive. */
 static void udp_undefer(udp_engine_t *g, int r)
 {
@@ -632,38 +652,72 @@ static void udp_undefer(udp_engine_t *g, int r)
         atomic_store_explicit(&g->defer_ns, 0, memory_order_relaxed);
 }
 
-static int udp_tx_peer(udp_t *u, udp_engine_t *g, int r, uint64_t now)
+/* Timers and transmission for one peer, from scratch b: g's under
+ * g->drive, or (g NULL) the engine thread's own while it helps a caller
+ * (udp_tx_help). The packets go to the kernel with the peer unlocked and
+ * its connection pinned (pp_tx_pin: what they point into stays), so a
+ * second thread can transmit or take ACKs meanwhile: the kernel's copy and
+ * its path to the peer's socket are most of a sender's time. Returns the
+ * packets sent. */
+static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t now)
 {
     udp_peer_t *p = &u->peers[r];
-    udp_txb_t *b = g->txb;
     int sent = 0, wake = 0;
     pthread_mutex_lock(&p->lock);
-    if (pp_poll(&p->conn, now)) {
+    if (pp_poll(&p->conn, now))
         wake = 1;   /* failed: let blocked callers see it */
-        if (pp_zc_ready(&p->conn))
-            atomic_store(&u->zc_ready, 1);
-    }
     for (;;) {
         b->n = 0;
         while (b->n < UDP_BATCH && pp_tx_next(&p->conn, now, &b->out[b->n]))
             b->n++;
         if (b->n == 0)
             break;
+        pp_tx_pin(&p->conn);
+        pthread_mutex_unlock(&p->lock);
         udp_flush(u, b, p);
+        pthread_mutex_lock(&p->lock);
+        pp_tx_unpin(&p->conn);
         sent += b->n;
         if (sent >= 4 * UDP_BATCH)
             break;   /* let the other peers and the receive side run */
     }
-    if (sent && g->ndefer && !p->conn.ack_pending)
+    if (sent && g && g->ndefer && !p->conn.ack_pending)
         udp_undefer(g, r);   /* the held-back ACK rode on the data */
     if (p->conn.tx_was_blocked && p->conn.tx_buffered <= p->conn.cfg.tx_buf_max / 2) {
         p->conn.tx_was_blocked = 0;
+        wake = 1;
+    }
+    /* zero-copy sends acknowledged while pinned, or a failure's */
+    if (pp_zc_ready(&p->conn) && !atomic_load_explicit(&u->zc_ready, memory_order_relaxed)) {
+        atomic_store(&u->zc_ready, 1);
         wake = 1;
     }
     pthread_mutex_unlock(&p->lock);
     if (wake)
         ptl_shm_wake_self(u->waker);
     return sent;
+}
+
+/* The engine thread's share while an application thread drives: it sends
+ * for its peers with a bulk backlog alongside the caller, each from its
+ * own scratch. Returns 1 while some peer has such a backlog (the window
+ * may be shut for now: the thread keeps at it rather than sleep). */
+static int udp_tx_help(udp_t *u, udp_engine_t *g)
+{
+    int backlog = 0;
+    for (int r = g->id; r < u->job->size; r += u->neng) {
+        udp_peer_t *p = &u->peers[r];
+        int bulk;
+        if (!p->up)
+            continue;
+        pthread_mutex_lock(&p->lock);
+        bulk = !p->conn.failed && p->conn.tx_unsent >= UDP_HELP_MIN;
+        pthread_mutex_unlock(&p->lock);
+        if (bulk && udp_tx_peer(u, NULL, g->txh, r, prt_now_ns()) == 0)
+            sched_yield();   /* window shut: the caller's ACKs open it */
+        backlog |= bulk;
+    }
+    return backlog;
 }
 
 /* Sends the ACK owed to each peer in touched[0..nt) (one per peer per pass:
@@ -863,7 +917,7 @@ static int udp_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
     now = prt_now_ns();
     for (int r = g->id; r < u->job->size; r += u->neng)
         if (u->peers[r].up)
-            work += udp_tx_peer(u, g, r, now);
+            work += udp_tx_peer(u, g, g->txb, r, now);
     if (*ready & 1)
         atomic_store(&u->rx_ready, 1);
     return work;
@@ -950,7 +1004,8 @@ static void *udp_engine_main(void *arg)
         int work, ready = 0;
         uint64_t now = prt_now_ns();
         if (now - atomic_load_explicit(&u->caller_ns, memory_order_relaxed) < UDP_HANDOFF_NS) {
-            udp_engine_stand_by(g);
+            if (!u->tx_help || !udp_tx_help(u, g))
+                udp_engine_stand_by(g);
             udp_ack_overdue(u, g);
             idle_since = 0;
             continue;
@@ -1020,8 +1075,10 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
     atomic_store_explicit(&u->caller_ns, prt_now_ns(), memory_order_relaxed);
     g = &u->eng[dst % u->neng];
     if (pthread_mutex_trylock(&g->drive) == 0) {
-        udp_tx_peer(u, g, dst, prt_now_ns());
+        udp_tx_peer(u, g, g->txb, dst, prt_now_ns());
         pthread_mutex_unlock(&g->drive);
+        if (u->tx_help && plen >= UDP_HELP_MIN)
+            udp_kick(u, g->id);   /* bulk: the engine thread helps (udp_tx_help) */
     } else {
         udp_kick(u, g->id);
     }
@@ -1092,7 +1149,11 @@ static int udp_zc_detach(ptl_tl_t *tl, int peer, uint64_t cookie)
     if (!p->up)
         return PLAIT_OK;
     pthread_mutex_lock(&p->lock);
-    rc = pp_zc_detach(&p->conn, cookie);
+    while ((rc = pp_zc_detach(&p->conn, cookie)) == PP_BUSY) {
+        pthread_mutex_unlock(&p->lock);   /* a thread hands packets to the kernel */
+        sched_yield();
+        pthread_mutex_lock(&p->lock);
+    }
     pthread_mutex_unlock(&p->lock);
     return rc == 0 ? PLAIT_OK : prt_err(PLAIT_ERR_NOMEM, "udp: no memory to copy a withdrawn "
                                         "send buffer");
@@ -1238,6 +1299,7 @@ static void udp_fini(ptl_tl_t *tl)
         if (g->kickfd >= 0)
             close(g->kickfd);
         free(g->txb);
+        free(g->txh);
         free(g->rxb);
     }
     for (int r = 0; u->peers && r < u->job->size; r++) {
