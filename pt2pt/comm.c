@@ -96,8 +96,7 @@ static void mq_destroy(ppt_state_t *s, ppt_mq_t *mq)
     while (mq->unexp_head) {
         ppt_umsg_t *u = mq->unexp_head;
         mq->unexp_head = u->next;
-        free(u->data);
-        free(u);
+        ppt_umsg_put(s, u);
     }
     prt_map_del(&s->mqs, mq->ctx);
     free(mq);
@@ -117,6 +116,7 @@ void ppt_comm_destroy_all(ppt_state_t *s)
     for (size_t i = 0; i < s->mqs.cap; i++)
         if (s->mqs.keys[i] > 1)
             mq_destroy(s, s->mqs.vals[i]);
+    ppt_umsg_drain(s);
 }
 
 /* ------------------------------------------------------------- public API */

@@ -95,6 +95,7 @@ typedef struct ppt_umsg {
     int              src, tag, world;
     size_t           len;
     void            *data;          /* EAGER: a copy of the payload */
+    size_t           cap;           /* bytes data can hold (ppt_umsg_get) */
     uint64_t         sid, addr;     /* RTS */
 } ppt_umsg_t;
 
@@ -166,6 +167,8 @@ typedef struct ppt_state {
     uint64_t        last_alive_ns;
     uint64_t        net_wait_ns;     /* moving average of waits on other hosts' ranks */
     int             net_wait_yield;  /* their spin stage yields (request.c wait_spin_yields) */
+    ppt_umsg_t     *umsg_keep;       /* unexpected-message buffers kept for reuse (match.c) */
+    size_t          umsg_kept;       /* their bytes */
 } ppt_state_t;
 
 /* The library instance between plait_init and plait_finalize, else NULL. */
@@ -207,6 +210,12 @@ void ppt_mq_unpost(ppt_mq_t *mq, plait_request_t req);
 plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag);
 ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag);
 void ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u);
+/* An unexpected-message record, cleared, with room for len bytes of
+ * payload in data (len 0: data NULL), or NULL; ppt_umsg_put gives it back
+ * (kept for reuse, a few), ppt_umsg_drain frees the kept ones. */
+ppt_umsg_t *ppt_umsg_get(ppt_state_t *s, size_t len);
+void ppt_umsg_put(ppt_state_t *s, ppt_umsg_t *u);
+void ppt_umsg_drain(ppt_state_t *s);
 
 /* proto.c: start operations (lock held); user or collective context. *out may
  * point to storage for the request (see ppt_req_new) or be NULL. */

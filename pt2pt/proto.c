@@ -318,9 +318,10 @@ static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, in
     recv_done(s, r, src, tag, len);
 }
 
-static ppt_umsg_t *umsg_new(const ppt_hdr_t *h, int world)
+/* len: payload bytes to make room for (EAGER), 0 for an announcement (RTS). */
+static ppt_umsg_t *umsg_new(ppt_state_t *s, const ppt_hdr_t *h, int world, size_t len)
 {
-    ppt_umsg_t *u = calloc(1, sizeof *u);
+    ppt_umsg_t *u = ppt_umsg_get(s, len);
     if (!u)
         return NULL;
     u->type = h->type;
@@ -355,14 +356,9 @@ static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
         recv_copy(s, r, h->src, h->tag, payload, h->len);
         return PLAIT_OK;
     }
-    u = umsg_new(h, world);
-    if (u && h->len)
-        u->data = malloc(h->len);
-    if (!u || (h->len && !u->data)) {
-        free(u);
+    if (!(u = umsg_new(s, h, world, h->len)))
         return prt_err(PLAIT_ERR_NOMEM, "no memory to buffer a %llu-byte unexpected message from "
                        "rank %d", (unsigned long long)h->len, world);
-    }
     if (h->len)
         memcpy(u->data, payload, h->len);
     ppt_mq_add_unexp(mq, u);
@@ -378,7 +374,7 @@ static void rx_rts(ppt_state_t *s, int world, const ppt_hdr_t *h)
         rndv_start(s, r, world, h->src, h->tag, h->len, h->sid, h->aux);
         return;
     }
-    if (!mq || !(u = umsg_new(h, world))) {
+    if (!mq || !(u = umsg_new(s, h, world, 0))) {
         prt_log(PRT_LOG_ERROR, "no memory for a message announcement from rank %d", world);
         return;
     }
@@ -583,8 +579,7 @@ int ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf,
         recv_copy(s, r, u->src, u->tag, u->data, u->len);
     else
         rndv_start(s, r, u->world, u->src, u->tag, u->len, u->sid, u->addr);
-    free(u->data);
-    free(u);
+    ppt_umsg_put(s, u);
     return PLAIT_OK;
 }
 

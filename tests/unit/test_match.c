@@ -28,6 +28,39 @@ static ppt_umsg_t *unexp(ppt_mq_t *mq, int src, int tag, size_t len)
     return u;
 }
 
+/* Unexpected-message buffers are kept for reuse, within a byte budget. */
+static void umsg_keep(void)
+{
+    ppt_state_t *s = calloc(1, sizeof *s);
+    ppt_umsg_t *a = ppt_umsg_get(s, 30000), *none = ppt_umsg_get(s, 0), *b, *c, *big[64];
+    void *data = a->data;
+    int kept = 0;
+    TAP_OK(a->data && a->cap >= 30000 && none->data == NULL,
+           "umsg: a buffer with room for the payload; none for an announcement");
+    ppt_umsg_put(s, none);
+    a->src = 7;
+    ppt_umsg_put(s, a);
+    b = ppt_umsg_get(s, 20000);
+    TAP_OK(b == a && b->data == data && b->src == 0 && s->umsg_keep == NULL,
+           "umsg: a kept buffer comes back for a smaller message, the record cleared");
+    ppt_umsg_put(s, b);
+    c = ppt_umsg_get(s, 40000);
+    TAP_OK(c != a && s->umsg_keep == a,
+           "umsg: a message larger than every kept buffer gets a new one");
+    ppt_umsg_put(s, c);
+    for (int i = 0; i < 64; i++)
+        big[i] = ppt_umsg_get(s, 256u << 10);
+    for (int i = 0; i < 64; i++)
+        ppt_umsg_put(s, big[i]);
+    for (ppt_umsg_t *u = s->umsg_keep; u; u = u->next)
+        kept++;
+    TAP_OK(kept > 1 && kept < 64 && s->umsg_kept <= (8u << 20),
+           "umsg: kept buffers stay within 8 MiB (%d kept, %zu bytes)", kept, s->umsg_kept);
+    ppt_umsg_drain(s);
+    TAP_OK(s->umsg_keep == NULL && s->umsg_kept == 0, "umsg: drained at finalize");
+    free(s);
+}
+
 int main(void)
 {
     ppt_mq_t mq = {0};
@@ -64,5 +97,6 @@ int main(void)
     TAP_OK(u && u->len == 20 && mq.unexp_head == NULL && mq.unexp_tail == NULL,
            "full wildcard takes the last one, list empty");
     free(u);
+    umsg_keep();
     return tap_done();
 }

@@ -582,7 +582,7 @@ static void t_placed(void)
     net_t *n = malloc(sizeof *n);
     pp_cfg_t a, b;
     region_t rg = {calloc(1, 300000 + 64), 300000};
-    uint8_t *src = malloc(300000), hdr[40] = {9, 8, 7};
+    uint8_t *src = calloc(1, 300000 + 500), hdr[40] = {9, 8, 7};   /* + the last send's tail */
     int permille = 30, bad = 0, steps = 0, got = 0;
     size_t parts[3] = {100000, 150000, 50000}, off = 0;
     pp_msg_t *m;

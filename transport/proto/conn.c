@@ -170,6 +170,7 @@ void pp_conn_fini(pp_conn_t *c)
         free(c->rmsg[i]);
     while (c->ncache > 0)
         free(c->cache[--c->ncache]);
+    c->cache_bytes = 0;
     free(c->paths);
     free(c->pk);
     c->paths = NULL;
@@ -180,8 +181,8 @@ void pp_conn_fini(pp_conn_t *c)
 
 /* ---------------------------------------------------------------- buffers */
 
-/* A message with room for len bytes, its header cleared. Large buffers
- * come in power-of-two sizes from a small per-connection cache (best fit);
+/* A message with room for len bytes, its header cleared. Buffers of PP_MSG_BIG
+ * bytes and more come in powers of two from a per-connection cache (best fit);
  * a miss frees the smallest cached one, so buffers of an earlier, smaller
  * message size do not pin the cache while every larger message pays a fresh
  * mmap and its page faults. */
@@ -204,7 +205,9 @@ static pp_msg_t *msg_alloc(pp_conn_t *c, size_t len)
             m = c->cache[best];
             c->cache[best] = c->cache[--c->ncache];
             cap = m->cap;
+            c->cache_bytes -= cap;
         } else if (small >= 0) {
+            c->cache_bytes -= c->cache[small]->cap;
             free(c->cache[small]);
             c->cache[small] = c->cache[--c->ncache];
         }
@@ -219,9 +222,11 @@ static pp_msg_t *msg_alloc(pp_conn_t *c, size_t len)
 
 static void msg_free(pp_conn_t *c, pp_msg_t *m)
 {
-    if (m && m->cap >= PP_MSG_BIG && c->ncache < PP_MSG_CACHE)
+    if (m && m->cap >= PP_MSG_BIG && c->ncache < PP_MSG_CACHE &&
+        c->cache_bytes + m->cap <= PP_MSG_CACHE_BYTES) {
         c->cache[c->ncache++] = m;   /* never a referenced one: those hold a header only */
-    else
+        c->cache_bytes += m->cap;
+    } else
         msg_destroy(m);
 }
 

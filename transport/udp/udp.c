@@ -22,8 +22,9 @@
  * engine's thread stands by while an application thread polled within
  * UDP_HANDOFF_NS and takes over when it stops polling (computing, or asleep
  * on the shm wake-up word, which the thread bumps when a message is ready or
- * send space freed up). While the caller drives and a peer has a bulk
- * backlog (UDP_HELP_MIN unsent bytes), the engine thread transmits for it
+ * send space freed up). While the caller drives and a bulk transfer is under
+ * way to a peer (udp_bulk: a message with UDP_HELP_MIN bytes still to send),
+ * the engine thread transmits for it
  * too, from scratch of its own (udp_tx_help, PLAIT_UDP_TX_HELP): a sender
  * spends most of its time in the kernel's copy and in the path to the peer's
  * socket, and that now runs on two cores. Packets go to the kernel with the
@@ -698,26 +699,36 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
     return sent;
 }
 
+/* A bulk transfer is under way: the message being cut into packets has
+ * UDP_HELP_MIN bytes still to cut. (Not a queue of smaller ones: two
+ * threads sending a stream of 32 KiB messages reordered it enough for
+ * hundreds of spurious fast retransmissions, and slowed it.) */
+static int udp_bulk(const pp_conn_t *c)
+{
+    const pp_msg_t *m = c->tx_cut;
+    return m && m->len - m->queued >= UDP_HELP_MIN;
+}
+
 /* The engine thread's share while an application thread drives: it sends
- * for its peers with a bulk backlog alongside the caller, each from its
- * own scratch. Returns 1 while some peer has such a backlog (the window
- * may be shut for now: the thread keeps at it rather than sleep). */
+ * for its peers with a bulk transfer under way alongside the caller, each
+ * from its own scratch. Returns 1 while some peer has one (the window may
+ * be shut for now: the thread keeps at it rather than sleep). */
 static int udp_tx_help(udp_t *u, udp_engine_t *g)
 {
-    int backlog = 0;
+    int any = 0;
     for (int r = g->id; r < u->job->size; r += u->neng) {
         udp_peer_t *p = &u->peers[r];
         int bulk;
         if (!p->up)
             continue;
         pthread_mutex_lock(&p->lock);
-        bulk = !p->conn.failed && p->conn.tx_unsent >= UDP_HELP_MIN;
+        bulk = !p->conn.failed && udp_bulk(&p->conn);
         pthread_mutex_unlock(&p->lock);
         if (bulk && udp_tx_peer(u, NULL, g->txh, r, prt_now_ns()) == 0)
             sched_yield();   /* window shut: the caller's ACKs open it */
-        backlog |= bulk;
+        any |= bulk;
     }
-    return backlog;
+    return any;
 }
 
 /* Sends the ACK owed to each peer in touched[0..nt) (one per peer per pass:
