@@ -166,7 +166,8 @@ typedef struct ppt_state {
     plait_request_t coop_head;       /* receives moving data by cooperative copy */
     uint64_t        last_alive_ns;
     uint64_t        net_wait_ns;     /* moving average of waits on other hosts' ranks */
-    int             net_wait_yield;  /* their spin stage yields (request.c wait_spin_yields) */
+    _Atomic int     net_wait_yield;  /* their spin stage yields (request.c wait_spin_yields;
+                                      * read without the lock, while backing off) */
     ppt_umsg_t     *umsg_keep;       /* unexpected-message buffers kept for reuse (match.c) */
     size_t          umsg_kept;       /* their bytes */
 } ppt_state_t;

@@ -194,7 +194,8 @@ static int wait_on_network(const ppt_state_t *s, plait_request_t req)
  */
 static int wait_spin_yields(const ppt_state_t *s, plait_request_t req)
 {
-    return s->net_wait_yield && wait_on_network(s, req);
+    return atomic_load_explicit(&s->net_wait_yield, memory_order_relaxed) &&
+           wait_on_network(s, req);
 }
 
 /* Feeds the average that wait_spin_yields follows (1/8 weight per wait). */
@@ -205,9 +206,9 @@ static void wait_account(ppt_state_t *s, plait_request_t req, uint64_t start_ns)
         return;
     s->net_wait_ns = s->net_wait_ns - s->net_wait_ns / 8 + (prt_now_ns() - start_ns) / 8;
     if (s->net_wait_ns > 2 * spin_ns)
-        s->net_wait_yield = 1;
+        atomic_store_explicit(&s->net_wait_yield, 1, memory_order_relaxed);
     else if (s->net_wait_ns < spin_ns)
-        s->net_wait_yield = 0;
+        atomic_store_explicit(&s->net_wait_yield, 0, memory_order_relaxed);
 }
 
 static void wait_backoff(ppt_state_t *s, const prt_backoff_t *b, uint64_t now,
