@@ -111,6 +111,28 @@ if job "udp loopback: PLAIT_STATS=1 pt2pt_sizes -n 2" 2 "PLAIT_STATS=1" "$BIN/pt
     fi
 fi
 
+# PLAIT_UDP_TX_HELP: auto turns the engine thread's help on where a rank may
+# run on two cores or more, off where it is bound to one (they would take
+# turns); on and off are obeyed. The counters' header says which it is.
+tx_help_is() {   # tx_help_is WANT NAME PLAITRUN-ARGS...
+    local want=$1 name=$2
+    shift 2
+    timeout 60 "$PLAITRUN" -n 2 -x PLAIT_TRANSPORT=udp -x PLAIT_STATS=1 "$@" \
+        "$BIN/pt2pt_sizes" > "$out" 2>&1 < /dev/null
+    if [ $? = 0 ] && [ "$(grep -c "tx help $want," "$out")" = 2 ]; then
+        pass "$name"
+    else
+        fail "$name" "$(grep -o 'tx help [a-z]*' "$out" | sort | uniq -c | tr '\n' ' ')"
+    fi
+}
+if [ "$(nproc)" -ge 2 ]; then
+    tx_help_is on "udp: PLAIT_UDP_TX_HELP=auto, unbound: the engine thread helps" --bind-to none
+    tx_help_is off "udp: PLAIT_UDP_TX_HELP=auto, bound to one core each: no help" --bind-to core
+fi
+tx_help_is off "udp: PLAIT_UDP_TX_HELP=off is obeyed" --bind-to none -x PLAIT_UDP_TX_HELP=off
+tx_help_is on "udp: PLAIT_UDP_TX_HELP=on is obeyed, also bound to one core" --bind-to core \
+    -x PLAIT_UDP_TX_HELP=on
+
 # A malformed setting is an error naming the variable.
 PLAIT_UDP_PATHS=0 timeout 30 "$PLAITRUN" -n 2 --bind-to none -x PLAIT_TRANSPORT=udp \
     -x PLAIT_UDP_PATHS "$BIN/pt2pt_sizes" > "$out" 2>&1 < /dev/null

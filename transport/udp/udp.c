@@ -24,12 +24,12 @@
  * on the shm wake-up word, which the thread bumps when a message is ready or
  * send space freed up). While the caller drives and a bulk transfer is under
  * way to a peer (udp_bulk: a message with UDP_HELP_MIN bytes still to send),
- * the engine thread transmits for it
- * too, from scratch of its own (udp_tx_help, PLAIT_UDP_TX_HELP): a sender
- * spends most of its time in the kernel's copy and in the path to the peer's
- * socket, and that now runs on two cores. Packets go to the kernel with the
- * peer unlocked and its connection pinned (pp_tx_pin), so the two threads'
- * sendmmsg calls, and ACK processing, overlap.
+ * the engine thread transmits for that peer too, from scratch of its own
+ * (udp_tx_help, PLAIT_UDP_TX_HELP): a sender spends most of its time in the
+ * kernel's copy and in the path to the peer's socket, and that then runs on
+ * two cores. Packets go to the kernel with the peer unlocked and its
+ * connection pinned (pp_tx_pin), so the two threads' sendmmsg calls, and
+ * ACK processing, overlap.
  *
  * Locks: each peer's pp_conn_t (and its exposed receive regions) is guarded by
  * the peer's mutex; an engine's scratch buffers by its drive lock (but txh,
@@ -88,7 +88,7 @@
 #define UDP_MAX_ENG   16
 #define UDP_MAX_FRAME (1u << 20)            /* ptl frame: one protocol message */
 #define UDP_RXBUF     65536
-#define UDP_HELP_MIN  (256u << 10)          /* unsent bytes worth a second sending thread */
+#define UDP_HELP_MIN  (256u << 10)          /* a message this large still to send: bulk */
 
 typedef struct {
     uint64_t magic;
@@ -1334,9 +1334,10 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
     udp_t *u = udp_of(tl);
     if (!u || !u->peers)
         return;
-    fprintf(f, "plait udp stats, rank %d: %d paths, %d engine(s), cc %s, lb %s, gso %s; "
-            "datapath syscalls %llu, engine sleeps %llu\n", u->job->rank, u->npaths, u->neng,
-            udp_cc_names[u->cfg.cc], udp_lb_names[u->cfg.lb], atomic_load(&u->gso) ? "on" : "off",
+    fprintf(f, "plait udp stats, rank %d: %d paths, %d engine(s), tx help %s, cc %s, lb %s, "
+            "gso %s; datapath syscalls %llu, engine sleeps %llu\n", u->job->rank, u->npaths,
+            u->neng, u->tx_help ? "on" : "off", udp_cc_names[u->cfg.cc],
+            udp_lb_names[u->cfg.lb], atomic_load(&u->gso) ? "on" : "off",
             (unsigned long long)atomic_load(&u->st_syscalls),
             (unsigned long long)atomic_load(&u->st_sleeps));
     for (int r = 0; r < u->job->size; r++) {
