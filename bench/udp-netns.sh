@@ -9,7 +9,11 @@
 #   slow:    path 2 slowed to 100 Mbit/s (10% of path 1);
 #   cc x lb: every congestion control and load balancer, shaped, no loss;
 #   unshaped: plait udp and tcp, and the raw UDP ceiling between the hosts
-#            (bench/udp-raw.c, one sender and one receiver, GSO/GRO).
+#            (bench/udp-raw.c, one sender and one receiver, GSO/GRO), with
+#            the CPU each spent: user+sys seconds of every process and thread
+#            (plait: both ranks, their engine threads and the launchers,
+#            waiting included) per byte of payload, in cycles at the
+#            nominal clock of /proc/cpuinfo.
 # Goodput is the benchmark's MB/s (payload only). Each cell: median of REPS.
 #
 # Usage: bench/udp-netns.sh [-r REPS] [-n ITERS] [-q] [BUILDDIR]
@@ -51,6 +55,7 @@ EOF
 chmod +x "$work/vip-run"
 
 # bw TRANSPORT [VAR=VAL...]: MB/s of 4 MB messages A -> B (median of reps).
+# With CPU set, each run's user+sys seconds go to the file $CPU.
 # --bind-to none: both "hosts" are namespaces of this one machine; bound,
 # each rank would share its core with its udp engine thread, where the raw
 # UDP ceiling below runs sender and receiver on a core each.
@@ -60,7 +65,8 @@ bw() {
     local xs=()
     for v in "$@"; do xs+=(-x "$v"); done
     for r in $(seq "$reps"); do
-        v=$(timeout 300 ip netns exec $PFX-a "$PLAITRUN" --host a:1,b:1 --bind-to none \
+        v=$(/usr/bin/time -f "%U %S" -a -o "${CPU:-/dev/null}" \
+            timeout 300 ip netns exec $PFX-a "$PLAITRUN" --host a:1,b:1 --bind-to none \
                 --launch-agent "ip netns exec $PFX-{host}" --head-address 198.18.1.1 \
                 -x PLAIT_TRANSPORT=$t "${xs[@]}" "$work/vip-run" "$BENCH" pt2pt \
                 -m bw -b 4M -e 4M -n "$iters" -w 1 -W 16 -c 2>"$work/err" </dev/null |
@@ -70,6 +76,14 @@ bw() {
     done
     echo $vals | tr ' ' '\n' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
+# cpb SECONDS-FILE BYTES: median cycles per byte of the runs in the file.
+cpb() {
+    awk -v b="$2" -v hz="$mhz" 'NF == 2 && $1 ~ /^[0-9.]+$/ { print ($1 + $2) * hz * 1e6 / b }' \
+        "$1" 2>/dev/null | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)]; else print "n/a" }'
+}
+mhz=$(awk -F: '/^cpu MHz/ { printf "%d", $2; exit }' /proc/cpuinfo)
+[ -n "$mhz" ] || mhz=0
 gbit() { awk -v m="$1" 'BEGIN { if (m + 0 > 0) printf "%.2f", m * 8 / 1000; else print "n/a" }'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / b; else print "n/a" }'; }
 
@@ -94,20 +108,32 @@ done
 u=$(bw udp) t=$(bw tcp)
 echo "| 1 Gbit/s + 100 Mbit/s | $(gbit "$u") | $(gbit "$t") | $(pct "$(gbit "$u")" 1.1) of 1.1 Gbit/s (goal 90%) |"
 "$BED" rate $PFX none none
-u=$(bw udp) t=$(bw tcp)
+u=$(CPU=$work/cpu.udp bw udp) t=$(CPU=$work/cpu.tcp bw tcp)
+moved=$(( (iters + 1) * 16 * 4194304 ))   # payload bytes of one run: timed windows and the warm-up
 # The raw ceiling moves a lot between runs (6.0 to 10.4 Gbit/s on the 16-core
 # machine, 2026-11-22): take the median of three, and show their range.
 raws=""
 for r in 1 2 3; do
-    ip netns exec $PFX-b "$work/udp-raw" -r recv -a 198.18.100.1 -g -s 1472 -t 3 >"$work/raw" &
+    /usr/bin/time -f "%U %S" -o "$work/cpu.recv" \
+        ip netns exec $PFX-b "$work/udp-raw" -r recv -a 198.18.100.1 -g -s 1472 -t 3 >"$work/raw" &
     sleep 0.3
-    ip netns exec $PFX-a "$work/udp-raw" -r send -d 198.18.100.1 -g -s 1472 -t 3 >/dev/null
+    /usr/bin/time -f "%U %S" -o "$work/cpu.send" \
+        ip netns exec $PFX-a "$work/udp-raw" -r send -d 198.18.100.1 -g -s 1472 -t 3 >/dev/null
     wait
     raws="$raws $(awk '{ print $8 }' "$work/raw")"
+    # cycles per byte of this run: sender + receiver seconds over the bytes received
+    cat "$work/cpu.send" "$work/cpu.recv" | awk -v b="$(awk '{ print $2 }' "$work/raw")" \
+        -v hz="$mhz" 'NF == 2 && $1 ~ /^[0-9.]+$/ { s += $1 + $2 }
+                      END { if (b > 0) print s * hz * 1e6 / b }' >> "$work/cpb.raw"
 done
 rawg=$(echo $raws | tr ' ' '\n' | sort -g | sed -n 2p)
 rawr=$(echo $raws | tr ' ' '\n' | sort -g | sed -n '1p;3p' | paste -sd-)
 echo "| unshaped | $(gbit "$u") | $(gbit "$t") | $(pct "$(gbit "$u")" "$rawg") of raw UDP $rawg Gbit/s (median of 3: $rawr; goal 70%) |"
+echo
+echo "CPU, unshaped (user+sys of every process and thread, waiting included; cycles per byte of"
+echo "payload at the nominal $mhz MHz): plait udp $(cpb "$work/cpu.udp" "$moved"),"\
+     "plait tcp $(cpb "$work/cpu.tcp" "$moved"), raw UDP" \
+     "$(sort -g "$work/cpb.raw" | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)] }')"
 
 if [ $quick = 0 ]; then
     echo
