@@ -102,25 +102,25 @@ static size_t umsg_cap(size_t len)
 
 ppt_umsg_t *ppt_umsg_get(ppt_state_t *s, size_t len)
 {
-    ppt_umsg_t **pu = &s->umsg_keep, *u = NULL;
+    ppt_umsg_t **pu = &s->umsg_keep, *u;
+    void *data = NULL;
+    size_t cap = 0;
     while (len && *pu && (*pu)->cap < len)
         pu = &(*pu)->next;
-    if (len && *pu) {
+    if (len && *pu) {                 /* a kept one that fits */
         u = *pu;
         *pu = u->next;
         s->umsg_kept -= u->cap;
-    } else if (!(u = malloc(sizeof *u))) {
-        return NULL;
+        data = u->data;
+        cap = u->cap;
     } else {
-        u->data = NULL;
-        u->cap = 0;
-        if (len && !(u->data = malloc(u->cap = umsg_cap(len)))) {
+        if (!(u = malloc(sizeof *u)))
+            return NULL;
+        if (len && !(data = malloc(cap = umsg_cap(len)))) {
             free(u);
             return NULL;
         }
     }
-    void *data = u->data;
-    size_t cap = u->cap;
     memset(u, 0, sizeof *u);
     u->data = data;
     u->cap = cap;

@@ -226,8 +226,9 @@ static void msg_free(pp_conn_t *c, pp_msg_t *m)
         c->cache_bytes + m->cap <= PP_MSG_CACHE_BYTES) {
         c->cache[c->ncache++] = m;   /* never a referenced one: those hold a header only */
         c->cache_bytes += m->cap;
-    } else
+    } else {
         msg_destroy(m);
+    }
 }
 
 /* ----------------------------------------------------------------- sender */
