@@ -113,6 +113,7 @@ typedef struct {
     int                up;
     struct sockaddr_in dst[PP_MAX_PATHS];
     udp_region_t      *regions;              /* exposed by us for this peer's frames */
+    _Atomic int        bulk_hint;            /* a bulk message was queued (udp_tx_help) */
     int                nregions, cap_regions;
 } udp_peer_t;
 
@@ -719,10 +720,12 @@ static int udp_tx_help(udp_t *u, udp_engine_t *g)
     for (int r = g->id; r < u->job->size; r += u->neng) {
         udp_peer_t *p = &u->peers[r];
         int bulk;
-        if (!p->up)
-            continue;
+        if (!p->up || !atomic_load_explicit(&p->bulk_hint, memory_order_relaxed))
+            continue;   /* (no lock taken for the peers without one) */
         pthread_mutex_lock(&p->lock);
         bulk = !p->conn.failed && udp_bulk(&p->conn);
+        if (!bulk)      /* cleared under the lock; a sender sets it after queueing one */
+            atomic_store_explicit(&p->bulk_hint, 0, memory_order_relaxed);
         pthread_mutex_unlock(&p->lock);
         if (bulk && udp_tx_peer(u, NULL, g->txh, r, prt_now_ns()) == 0)
             sched_yield();   /* window shut: the caller's ACKs open it */
@@ -1085,6 +1088,8 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
      * progress call) sends it, and the kick covers an engine about to sleep */
     atomic_store_explicit(&u->caller_ns, prt_now_ns(), memory_order_relaxed);
     g = &u->eng[dst % u->neng];
+    if (u->tx_help && plen >= UDP_HELP_MIN)
+        atomic_store_explicit(&p->bulk_hint, 1, memory_order_relaxed);
     if (pthread_mutex_trylock(&g->drive) == 0) {
         udp_tx_peer(u, g, g->txb, dst, prt_now_ns());
         pthread_mutex_unlock(&g->drive);
