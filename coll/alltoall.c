@@ -106,8 +106,8 @@ static size_t av_extent(const pcoll_args_t *a, int n)
 {
     size_t most = 0;
     for (int i = 0; i < n; i++)
-        if (a->scounts[i] && a->sdispls[i] + a->scounts[i] > most)
-            most = a->sdispls[i] + a->scounts[i];
+        if (a->v->scounts[i] && a->v->sdispls[i] + a->v->scounts[i] > most)
+            most = a->v->sdispls[i] + a->v->scounts[i];
     return most * a->es;
 }
 
@@ -121,13 +121,13 @@ static int av_exchange(pcoll_sched_t *sc, const pcoll_args_t *a, int window)
     char *R = a->rbuf;
     if (sc->err)
         return sc->err;
-    pcoll_sched_copy(sc, R + a->rdispls[r] * es, S + a->sdispls[r] * es, a->rcounts[r] * es);
+    pcoll_sched_copy(sc, R + a->v->rdispls[r] * es, S + a->v->sdispls[r] * es, a->v->rcounts[r] * es);
     pcoll_sched_end_round(sc);
     for (int k0 = 1; k0 < n; k0 += window) {
         for (int k = k0; k < n && k < k0 + window; k++) {
             int to = (r + k) % n, from = (r - k + n) % n;
-            pcoll_sched_send(sc, to, S + a->sdispls[to] * es, a->scounts[to] * es);
-            pcoll_sched_recv(sc, from, R + a->rdispls[from] * es, a->rcounts[from] * es);
+            pcoll_sched_send(sc, to, S + a->v->sdispls[to] * es, a->v->scounts[to] * es);
+            pcoll_sched_recv(sc, from, R + a->v->rdispls[from] * es, a->v->rcounts[from] * es);
         }
         pcoll_sched_end_round(sc);
     }

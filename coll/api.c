@@ -60,24 +60,24 @@ static void bufs_needed(const pcoll_args_t *a, int rank, int *need_s, int *need_
 static int check_alltoallv(const char *fn, const pcoll_args_t *a, int n, int r)
 {
     int any_s = 0, any_r = 0;
-    if (!a->scounts || !a->sdispls || !a->rcounts || !a->rdispls)
+    if (!a->v->scounts || !a->v->sdispls || !a->v->rcounts || !a->v->rdispls)
         return prt_err(PLAIT_ERR_ARG, "%s: %s is NULL", fn,
-                       !a->scounts ? "sendcounts" : !a->sdispls ? "sdispls"
-                       : !a->rcounts ? "recvcounts" : "rdispls");
+                       !a->v->scounts ? "sendcounts" : !a->v->sdispls ? "sdispls"
+                       : !a->v->rcounts ? "recvcounts" : "rdispls");
     for (int i = 0; i < n; i++) {
         size_t lim = SIZE_MAX / a->es;
-        if (a->scounts[i] > lim || a->sdispls[i] > lim - a->scounts[i])
+        if (a->v->scounts[i] > lim || a->v->sdispls[i] > lim - a->v->scounts[i])
             return prt_err(PLAIT_ERR_ARG, "%s: sdispls[%d] + sendcounts[%d] overflows the byte "
                            "size", fn, i, i);
-        if (a->rcounts[i] > lim || a->rdispls[i] > lim - a->rcounts[i])
+        if (a->v->rcounts[i] > lim || a->v->rdispls[i] > lim - a->v->rcounts[i])
             return prt_err(PLAIT_ERR_ARG, "%s: rdispls[%d] + recvcounts[%d] overflows the byte "
                            "size", fn, i, i);
-        any_s |= a->scounts[i] != 0;
-        any_r |= a->rcounts[i] != 0;
+        any_s |= a->v->scounts[i] != 0;
+        any_r |= a->v->rcounts[i] != 0;
     }
-    if (a->scounts[r] != a->rcounts[r])
+    if (a->v->scounts[r] != a->v->rcounts[r])
         return prt_err(PLAIT_ERR_ARG, "%s: sendcounts[%d] = %zu but recvcounts[%d] = %zu (this "
-                       "rank's block to itself)", fn, r, a->scounts[r], r, a->rcounts[r]);
+                       "rank's block to itself)", fn, r, a->v->scounts[r], r, a->v->rcounts[r]);
     if ((any_s && !a->sbuf) || (any_r && !a->rbuf))
         return prt_err(PLAIT_ERR_ARG, "%s: %s is NULL with non-zero counts", fn,
                        any_s && !a->sbuf ? "sendbuf" : "recvbuf");
@@ -343,9 +343,9 @@ int plait_alltoallv(const void *sendbuf, const size_t sendcounts[], const size_t
                     void *recvbuf, const size_t recvcounts[], const size_t rdispls[],
                     plait_dtype_t dt, plait_comm_t comm)
 {
+    pcoll_vcounts_t v = {sendcounts, sdispls, recvcounts, rdispls};
     pcoll_args_t a = ARGS(.coll = PCOLL_ALLTOALLV, .sbuf = sendbuf, .rbuf = recvbuf, .dt = dt,
-                          .scounts = sendcounts, .sdispls = sdispls, .rcounts = recvcounts,
-                          .rdispls = rdispls);
+                          .v = &v);
     return coll_run("plait_alltoallv", comm, &a, NULL);
 }
 
@@ -353,9 +353,9 @@ int plait_ialltoallv(const void *sendbuf, const size_t sendcounts[], const size_
                      void *recvbuf, const size_t recvcounts[], const size_t rdispls[],
                      plait_dtype_t dt, plait_comm_t comm, plait_request_t *req)
 {
+    pcoll_vcounts_t v = {sendcounts, sdispls, recvcounts, rdispls};
     pcoll_args_t a = ARGS(.coll = PCOLL_ALLTOALLV, .sbuf = sendbuf, .rbuf = recvbuf, .dt = dt,
-                          .scounts = sendcounts, .sdispls = sdispls, .rcounts = recvcounts,
-                          .rdispls = rdispls);
+                          .v = &v);
     return coll_nb("plait_ialltoallv", comm, &a, req);
 }
 
