@@ -299,10 +299,14 @@ int pp_send_ref(pp_conn_t *c, const void *hdr, size_t hlen, const void *payload,
     return msg_queue(c, hdr, hlen, payload, plen, place_id, place_off, 1, cookie);
 }
 
-int pp_zc_ready(const pp_conn_t *c)
+/* Failed: nothing is sent again (pp_tx_next), so every referenced buffer
+ * is free once no thread still hands earlier packets to the kernel. */
+static int zc_failed_free(const pp_conn_t *c)
 {
-    return c->zc_done || (c->failed && !c->tx_pins && c->zc_refs);
+    return c->failed && !c->tx_pins && c->zc_refs;
 }
+
+int pp_zc_ready(const pp_conn_t *c) { return c->zc_done || zc_failed_free(c); }
 
 int pp_zc_reap(pp_conn_t *c, pp_zc_t *out, int max)
 {
@@ -315,10 +319,7 @@ int pp_zc_reap(pp_conn_t *c, pp_zc_t *out, int max)
         out[n++] = (pp_zc_t){m->cookie, 0};
         msg_destroy(m);
     }
-    /* Failed: nothing is sent again (pp_tx_next), so every buffer is free
-     * once no thread still hands earlier packets to the kernel. */
-    for (pp_msg_t *m = c->tx_head; c->failed && !c->tx_pins && c->zc_refs && m && n < max;
-         m = m->next)
+    for (pp_msg_t *m = c->tx_head; zc_failed_free(c) && m && n < max; m = m->next)
         if (m->ref && !m->ref_owned) {
             out[n++] = (pp_zc_t){m->cookie, 1};
             m->ref = NULL;

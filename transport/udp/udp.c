@@ -1064,7 +1064,7 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
     udp_t *u = udp_of(tl);
     udp_peer_t *p = &u->peers[dst];
     udp_engine_t *g;
-    int rc, ref;
+    int rc, ref, bulk;
     if (!p->up)
         return prt_err(PLAIT_ERR_INTERNAL, "udp: no connection to rank %d", dst);
     pthread_mutex_lock(&p->lock);
@@ -1088,13 +1088,14 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
      * progress call) sends it, and the kick covers an engine about to sleep */
     atomic_store_explicit(&u->caller_ns, prt_now_ns(), memory_order_relaxed);
     g = &u->eng[dst % u->neng];
-    if (u->tx_help && plen >= UDP_HELP_MIN)
+    bulk = u->tx_help && plen >= UDP_HELP_MIN;
+    if (bulk)
         atomic_store_explicit(&p->bulk_hint, 1, memory_order_relaxed);
     if (pthread_mutex_trylock(&g->drive) == 0) {
         udp_tx_peer(u, g, g->txb, dst, prt_now_ns());
         pthread_mutex_unlock(&g->drive);
-        if (u->tx_help && plen >= UDP_HELP_MIN)
-            udp_kick(u, g->id);   /* bulk: the engine thread helps (udp_tx_help) */
+        if (bulk)
+            udp_kick(u, g->id);   /* the engine thread helps (udp_tx_help) */
     } else {
         udp_kick(u, g->id);
     }
