@@ -41,7 +41,9 @@ typedef struct {
 } xfer_t;
 
 /* Sends nmsg messages 0 -> 1 and checks each one delivered intact, in order.
- * consume: 0 = the receiver never takes messages (flow-control test). */
+ * consume: 0 = the receiver never takes messages (flow-control test), 1 =
+ * it takes every message each step, k > 1: one message every k steps (a
+ * receiver slower than its sender), -k: none for k steps, then every one. */
 static xfer_t transfer(net_t *n, int nmsg, int burst, int consume)
 {
     xfer_t x = {0};
@@ -65,7 +67,9 @@ static xfer_t transfer(net_t *n, int nmsg, int burst, int consume)
         x.steps++;
         if (n->c[0].failed)
             break;
-        while (consume && (m = pp_deliver(&n->c[1])) != NULL) {
+        for (int took = 0; consume && (consume == 1 || (consume < 0 && x.steps > -consume) ||
+                                       (consume > 1 && x.steps % consume == 0 && !took)) &&
+                           (m = pp_deliver(&n->c[1])) != NULL; took++) {
             int id;
             size_t len = msg_len(7, x.delivered);
             memcpy(&id, m->data, sizeof id);
@@ -508,6 +512,52 @@ static void t_flow_control(void)
                "flow control: the sender's stall is counted as a receiver-window wait (%.1f ms)",
                st.wait_ns[PP_WAIT_RWND] / 1e6);
     }
+    net_fini(n);
+    free(n);
+}
+
+/* Every ACK is lost from 2 ms to 6 ms of simulated time: the sender times
+ * out packets its receiver holds (spurious timeouts). */
+static int f_ack_blackout(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    (void)len; (void)seq;
+    return from == 1 && PKT_TYPE(p) == PP_T_ACK && n->now >= 2000000 && n->now < 6000000
+               ? NET_DROP : NET_PASS;
+}
+
+/* A receiver slower than its sender, and spurious timeouts: bytes timed out
+ * stay charged against the receiver's window until acknowledged, so the
+ * sender never sends more than the receiver has room for (no packet dropped
+ * for want of buffer: each such drop is a real loss, repaired only after an
+ * RTO). Then a receiver that stops taking messages and resumes: its window
+ * update restarts the sender, which meanwhile probed with one chunk per RTO
+ * floor at most. */
+static void t_flow_spurious(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    xfer_t x;
+    uint64_t probes;
+    net_cfg(&a, 0, 1, 2);
+    net_cfg(&b, 1, 1, 2);
+    b.rx_buf_max = a.rx_buf_max = 300u << 10;
+    net_init(n, &a, &b);
+    n->filter = f_ack_blackout;
+    x = transfer(n, 600, 64, 3);
+    xfer_ok("flow control, slow receiver, spurious timeouts", x, 600);
+    TAP_OK(n->c[0].st.retx_timeout > 0 && n->c[1].st.drops[PP_DROP_NOBUF] == 0,
+           "flow control: %llu timeouts, %llu packets dropped for want of receiver buffer (0)",
+           (unsigned long long)n->c[0].st.retx_timeout,
+           (unsigned long long)n->c[1].st.drops[PP_DROP_NOBUF]);
+    net_fini(n);
+
+    net_init(n, &a, &b);
+    x = transfer(n, 300, 64, -3000);   /* 30 ms with nothing taken: the window closes */
+    xfer_ok("flow control: the sender resumes when the receiver takes messages", x, 300);
+    probes = n->c[1].st.drops[PP_DROP_NOBUF];
+    TAP_OK(probes > 0 && probes * a.rto_min_ns <= 2 * 30000000ull * (a.chunk / a.mtu + 1),
+           "flow control: a closed window is probed, not flooded (%llu packets refused in 30 ms)",
+           (unsigned long long)probes);
     net_fini(n);
     free(n);
 }
@@ -1519,6 +1569,7 @@ int main(void)
     t_tail_timeout();
     t_give_up();
     t_flow_control();
+    t_flow_spurious();
     t_policies();
     t_small_one_path();
     t_placed();

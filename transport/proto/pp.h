@@ -416,7 +416,9 @@ struct pp_conn {
     uint64_t  hs_sent_ns;         /* when the highest SACKed packet was sent */
     int       have_sack;
     uint64_t  inflight;           /* bytes in flight (not acked, not marked lost) */
+    uint64_t  lost_bytes;         /* bytes marked lost, not resent (pp_fc_unacked) */
     uint64_t  rwnd;               /* receiver's last advertisement */
+    uint64_t  rwnd_ns;            /* when it arrived (zero-window probe: chunk_start) */
     pp_pkt_t *pk;                 /* PP_WIN slots by PSN */
     uint32_t  nlost;              /* packets marked lost, not resent */
     uint32_t  lost_scan;          /* PSN to start looking for lost packets */
@@ -444,7 +446,9 @@ struct pp_conn {
     uint8_t   rcv_bits[PP_WIN / 8];   /* by PSN mod PP_WIN, for [rcv_cum, rcv_cum + PP_WIN) */
     pp_msg_t *rmsg[PP_WIN];       /* by message id mod PP_WIN */
     size_t    rx_buffered;
+    size_t    rwnd_said;          /* the room the last ACK advertised */
     int       ack_pending;
+    int       ack_no_echo;        /* the pending ACK is a window update: no RTT echo */
     uint32_t  ack_echo_psn;
     uint16_t  ack_echo_path;
     uint8_t   ack_echo_flags;
@@ -542,7 +546,10 @@ void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len);
 pp_msg_t *pp_deliver(pp_conn_t *c);
 /* 1 when pp_deliver would return a message. */
 int  pp_deliver_ready(const pp_conn_t *c);
-void pp_msg_release(pp_conn_t *c, pp_msg_t *m);
+/* 1: the freed room is news the sender needs (a window update: the last ACK
+ * advertised less than a quarter of the buffer, and a chunk more is free
+ * now): send the ACK now pending (pp_ack_next). */
+int pp_msg_release(pp_conn_t *c, pp_msg_t *m);
 /* Nothing is left to send or acknowledge. */
 int  pp_idle(const pp_conn_t *c);
 /* Fills st (cwnd etc. as of now). */

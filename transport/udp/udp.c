@@ -642,6 +642,15 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
     }
 }
 
+/* 1 when a caller's pass holds back peer r's ACK (g->defer). */
+static int udp_deferred(const udp_engine_t *g, int r)
+{
+    for (int k = 0; k < g->ndefer; k++)
+        if (g->defer[k] == r)
+            return 1;
+    return 0;
+}
+
 /* Peer r's ACK is no longer held back. Caller holds g->drive. */
 static void udp_undefer(udp_engine_t *g, int r)
 {
@@ -685,6 +694,13 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
     }
     if (sent && g && g->ndefer && !p->conn.ack_pending)
         udp_undefer(g, r);   /* the held-back ACK rode on the data */
+    /* An ACK owed outside a receive pass (a window update: pp_msg_release)
+     * goes now, unless a caller's pass holds it back to ride on a reply. */
+    if (g && p->conn.ack_pending && !udp_deferred(g, r) &&
+        pp_ack_next(&p->conn, now, &b->out[0])) {
+        b->n = 1;
+        udp_flush(u, b, p);
+    }
     if (p->conn.tx_was_blocked && p->conn.tx_buffered <= p->conn.cfg.tx_buf_max / 2) {
         p->conn.tx_was_blocked = 0;
         wake = 1;
@@ -767,13 +783,9 @@ static void udp_defer_acks(udp_t *u, udp_engine_t *g, const int *touched, int nt
 {
     if (g->ndefer + nt > UDP_TOUCH)
         udp_ack_deferred(u, g);
-    for (int k = 0; k < nt; k++) {
-        int j = 0;
-        while (j < g->ndefer && g->defer[j] != touched[k])
-            j++;
-        if (j == g->ndefer)
+    for (int k = 0; k < nt; k++)
+        if (!udp_deferred(g, touched[k]))
             g->defer[g->ndefer++] = touched[k];
-    }
     if (g->ndefer && !atomic_load_explicit(&g->defer_ns, memory_order_relaxed))
         atomic_store_explicit(&g->defer_ns, prt_now_ns(), memory_order_relaxed);
     /* An engine thread asleep in udp_engine_idle (the caller was away) would
@@ -1222,6 +1234,7 @@ static size_t udp_max_frame(ptl_tl_t *tl)
 static int udp_deliver(udp_t *u, ptl_rx_fn rx, void *ctx)
 {
     int n = 0;
+    unsigned update = 0;   /* engines owing a window update */
     if (!atomic_exchange(&u->rx_ready, 0))
         return 0;
     for (int r = 0; r < u->job->size; r++) {
@@ -1237,11 +1250,16 @@ static int udp_deliver(udp_t *u, ptl_rx_fn rx, void *ctx)
                 break;
             rx(ctx, r, m->data, m->hlen, m->placed ? NULL : m->data + m->hlen, m->len - m->hlen);
             pthread_mutex_lock(&p->lock);
-            pp_msg_release(&p->conn, m);
+            update |= pp_msg_release(&p->conn, m) << (r % u->neng);
             pthread_mutex_unlock(&p->lock);
             n++;
         }
     }
+    /* Room the sender must hear of: its engine's pass sends the ACK now
+     * (a sender with nothing in flight would otherwise wait for a probe). */
+    for (int e = 0; e < u->neng; e++)
+        if (update & (1u << e))
+            udp_drive(u, e, 0);
     return n;
 }
 
