@@ -548,13 +548,14 @@ static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
         bytes = region_end - m->queued;
     if (now < c->next_chunk_ns)
         return tx_wait(c, PP_WAIT_PACING, now);
-    /* The receiver reserves a whole message at its first packet: charge the
-     * rest of it, not this chunk alone, or a window filled to the byte
-     * overflows by the part of the last message not yet sent, and the
-     * receiver drops it for want of buffer (PP_DROP_NOBUF), a real loss
+    /* The receiver reserves a whole unplaced message at its first packet:
+     * charge the rest of it, not this chunk alone, or a window filled to
+     * the byte overflows by the part of the last message not yet sent, and
+     * the receiver drops it for want of buffer (PP_DROP_NOBUF), a real loss
      * repaired only after an RTO: 969 such drops in a 64 KiB bcast stream
-     * between namespace hosts, where the root runs ahead of its receiver. */
-    if (rwnd_closed(c, m->len - m->queued, now))
+     * between namespace hosts, where the root runs ahead of its receiver.
+     * (A placed message reserves its header only.) */
+    if (rwnd_closed(c, m->placed ? bytes : m->len - m->queued, now))
         return tx_wait(c, PP_WAIT_RWND, now);
     if (c->inflight && !cc->can_send(c, bytes))
         return tx_wait(c, PP_WAIT_CWND, now);
