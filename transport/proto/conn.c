@@ -1082,7 +1082,6 @@ static pp_msg_t *rx_msg(pp_conn_t *c, const rx_data_t *d)
     return m;
 }
 
-
 /* Puts a packet's bytes at their offset: no reorder copy. A placed
  * message keeps its header here and sends the payload to the region the
  * receiver exposed (or discards what falls outside it). */
