@@ -55,6 +55,16 @@ for prog in pt2pt_sizes pt2pt_match pt2pt_trunc pt2pt_many comm_split pt2pt_thre
     done
 done
 
+# Every collective over udp between ranks of one host (no shm, no shared
+# area): the pt2pt and schedule paths all ride on the multipath transport,
+# including a bcast root streaming ahead of its receivers (flow control).
+COLL=$B/tests/coll/coll_check
+if [ -x "$COLL" ]; then
+    for n in 3 8; do
+        job "udp loopback: coll_check -n $n, reduced matrix" "$n" "" "$COLL" suite reduced
+    done
+fi
+
 for cc in cubic swift dgpool eqds; do
     job "udp loopback: PLAIT_CC=$cc pt2pt_sizes -n 2" 2 "PLAIT_CC=$cc" "$BIN/pt2pt_sizes"
 done
