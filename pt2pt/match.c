@@ -129,6 +129,12 @@ ppt_umsg_t *ppt_umsg_get(ppt_state_t *s, size_t len)
 
 void ppt_umsg_put(ppt_state_t *s, ppt_umsg_t *u)
 {
+    if (u->kept) {   /* the transport's frame goes back to it */
+        ptl_tl_t *tl = s->tl_of[u->world];
+        tl->ops->rx_free(tl, u->world, u->kept);
+        free(u);
+        return;
+    }
     if (u->data && u->cap <= PPT_UMSG_KEEP_MAX && s->umsg_kept + u->cap <= PPT_UMSG_KEEP_BYTES) {
         u->next = s->umsg_keep;
         s->umsg_keep = u;

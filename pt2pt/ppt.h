@@ -94,8 +94,10 @@ typedef struct ppt_umsg {
     int              type;          /* PPT_EAGER or PPT_RTS */
     int              src, tag, world;
     size_t           len;
-    void            *data;          /* EAGER: a copy of the payload */
+    void            *data;          /* EAGER: a copy of the payload, or the frame itself */
     size_t           cap;           /* bytes data can hold (ppt_umsg_get) */
+    void            *kept;          /* data is a frame the transport handed over (rx_keep):
+                                     * its handle for rx_free, else NULL */
     uint64_t         sid, addr;     /* RTS */
 } ppt_umsg_t;
 

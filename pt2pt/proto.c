@@ -344,8 +344,32 @@ static ppt_mq_t *rx_mq(ppt_state_t *s, uint64_t ctx)
     return s->mq_last;
 }
 
-/* An EAGER message: into a posted receive, else into an unexpected copy. */
-static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload)
+/* From this size an unexpected eager payload stays in the transport's frame
+ * (rx_keep) instead of being copied: the copy is one of four the bytes of a
+ * 64 KiB message went through on a bcast receiver between hosts (kernel,
+ * reassembly, this one, the user's buffer), where Open MPI's TCP path has
+ * three; below it the copy is cheap and frees the frame at once. */
+#define PPT_UMSG_FRAME_MIN 4096
+
+/* An unexpected EAGER message that keeps the transport's frame, or NULL
+ * (not offered: copy it). */
+static ppt_umsg_t *umsg_frame(ppt_state_t *s, const ppt_hdr_t *h, int world, const void *payload)
+{
+    ptl_tl_t *tl = s->tl_of[world];
+    ppt_umsg_t *u;
+    if (h->len < PPT_UMSG_FRAME_MIN || !tl->ops->rx_keep || !(u = umsg_new(s, h, world, 0)))
+        return NULL;
+    if (!(u->kept = tl->ops->rx_keep(tl))) {
+        ppt_umsg_put(s, u);
+        return NULL;
+    }
+    u->data = (void *)payload;   /* read only: the transport's frame */
+    return u;
+}
+
+/* An EAGER message: into a posted receive, else unexpected: kept (frame:
+ * payload is a transport's frame inside rx, not a send to oneself) or copied. */
+static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload, int frame)
 {
     ppt_mq_t *mq = rx_mq(s, h->ctx);
     plait_request_t r;
@@ -356,11 +380,13 @@ static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
         recv_copy(s, r, h->src, h->tag, payload, h->len);
         return PLAIT_OK;
     }
-    if (!(u = umsg_new(s, h, world, h->len)))
-        return prt_err(PLAIT_ERR_NOMEM, "no memory to buffer a %llu-byte unexpected message from "
-                       "rank %d", (unsigned long long)h->len, world);
-    if (h->len)
-        memcpy(u->data, payload, h->len);
+    if (!frame || !(u = umsg_frame(s, h, world, payload))) {
+        if (!(u = umsg_new(s, h, world, h->len)))
+            return prt_err(PLAIT_ERR_NOMEM, "no memory to buffer a %llu-byte unexpected message "
+                           "from rank %d", (unsigned long long)h->len, world);
+        if (h->len)
+            memcpy(u->data, payload, h->len);
+    }
     ppt_mq_add_unexp(mq, u);
     return PLAIT_OK;
 }
@@ -470,7 +496,7 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
     case PPT_EAGER:
         if (h.len != plen || h.src < 0 || h.tag < 0)
             break;
-        if (rx_eager(s, world, &h, payload) != PLAIT_OK)
+        if (rx_eager(s, world, &h, payload, 1) != PLAIT_OK)
             prt_log(PRT_LOG_ERROR, "%s", prt_err_text());
         return;
     case PPT_RTS:
@@ -530,7 +556,7 @@ int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void
     h.len = len;
     if (world == s->job.rank) {
         h.type = PPT_EAGER;
-        rc = rx_eager(s, world, &h, buf);
+        rc = rx_eager(s, world, &h, buf, 0);
         if (rc == PLAIT_OK)
             ppt_req_complete(s, r, PLAIT_OK);
     } else if (!s->tl_of[world]) {

@@ -97,6 +97,14 @@ struct ptl_ops {
                            uint64_t cookie);
     int  (*zc_reap)(ptl_tl_t *tl, ptl_zc_fn done, void *ctx);
     int  (*zc_detach)(ptl_tl_t *tl, int peer, uint64_t cookie);
+    /* Keeping a received frame (optional, both NULL when absent): called
+     * inside rx for the frame being delivered, rx_keep hands its buffer to
+     * the receiver instead of reusing it: the payload pointer rx was given
+     * stays valid until rx_free(peer, handle) (peer: the frame's source).
+     * NULL: not this frame (copy the payload). An unexpected eager message
+     * is kept this way rather than copied once more. */
+    void *(*rx_keep)(ptl_tl_t *tl);
+    void  (*rx_free)(ptl_tl_t *tl, int peer, void *handle);
 };
 
 /* A transport kind, listed by plait_info. */

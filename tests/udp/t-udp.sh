@@ -111,6 +111,18 @@ fi
 job "udp loopback: PLAIT_UDP_ZCOPY_MIN=0 (copy) pt2pt_sizes -n 2" 2 "PLAIT_UDP_ZCOPY_MIN=0" \
     "$BIN/pt2pt_sizes"
 
+# Unexpected eager messages (pt2pt_match sends ahead of its receives) stay
+# in the transport's frame instead of being copied (rx_keep): the path is
+# taken, and every byte checked by the program.
+if job "udp loopback: PLAIT_STATS=1 pt2pt_match -n 2" 2 "PLAIT_STATS=1" "$BIN/pt2pt_match"; then
+    if grep -Eq "messages kept unexpected [1-9]" "$out"; then
+        pass "udp loopback: unexpected eager messages are kept in their frames, not copied"
+    else
+        fail "udp loopback: unexpected eager messages are kept in their frames, not copied" \
+            "$(grep -o 'messages kept unexpected [0-9]*' "$out" | tr '\n' ' ')"
+    fi
+fi
+
 # Counters at finalize: per connection and per path.
 if job "udp loopback: PLAIT_STATS=1 pt2pt_sizes -n 2" 2 "PLAIT_STATS=1" "$BIN/pt2pt_sizes"; then
     if grep -q "conn 0->1: tx [1-9]" "$out" && grep -q "conn 1->0: tx [1-9]" "$out" &&

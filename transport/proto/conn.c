@@ -1368,8 +1368,19 @@ int pp_deliver_ready(const pp_conn_t *c)
 
 int pp_msg_release(pp_conn_t *c, pp_msg_t *m)
 {
-    c->rx_buffered -= rx_cost(m->placed, m->len, m->hlen);
+    int update = pp_msg_detach(c, m);
     msg_free(c, m);
+    return update;
+}
+
+void pp_msg_free(pp_conn_t *c, pp_msg_t *m)
+{
+    msg_free(c, m);
+}
+
+int pp_msg_detach(pp_conn_t *c, pp_msg_t *m)
+{
+    c->rx_buffered -= rx_cost(m->placed, m->len, m->hlen);
     /* Window update: the last ACK left the sender less than a quarter of
      * the buffer, and delivery has freed a chunk more since. A sender
      * waiting on the window with nothing in flight hears of the room no

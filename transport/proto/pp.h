@@ -550,6 +550,11 @@ int  pp_deliver_ready(const pp_conn_t *c);
  * advertised less than a quarter of the buffer, and a chunk more is free
  * now): send the ACK now pending (pp_ack_next). */
 int pp_msg_release(pp_conn_t *c, pp_msg_t *m);
+/* pp_msg_release without freeing: the message leaves the connection's
+ * receive buffer (and flow control) but its memory stays the caller's,
+ * until pp_msg_free gives it back. Same return. */
+int pp_msg_detach(pp_conn_t *c, pp_msg_t *m);
+void pp_msg_free(pp_conn_t *c, pp_msg_t *m);
 /* Nothing is left to send or acknowledge. */
 int  pp_idle(const pp_conn_t *c);
 /* Fills st (cwnd etc. as of now). */

@@ -173,10 +173,16 @@ struct udp {
     udp_peer_t    *peers;                    /* by world rank */
     udp_engine_t   eng[UDP_MAX_ENG];
     _Atomic int    stop, rx_ready;
+    /* The message udp_deliver is handing up, and whether rx kept it
+     * (udp_rx_keep). One at a time: pt2pt calls progress, and so rx, under
+     * its lock. */
+    pp_msg_t      *rx_cur;
+    int            rx_kept;
     _Atomic int    zc_ready;                 /* some connection has zero-copy sends to report */
     _Atomic int    gso;                      /* UDP_SEGMENT works (cleared on refusal) */
     _Atomic uint64_t caller_ns;              /* last time an application thread polled */
     _Atomic uint64_t st_syscalls, st_sleeps; /* datapath counters (PLAIT_STATS) */
+    _Atomic uint64_t st_kept;                /* messages rx kept instead of copying */
     _Atomic uint64_t drops[PP_DROP_N];       /* packets no connection could take */
 };
 
@@ -1248,9 +1254,12 @@ static int udp_deliver(udp_t *u, ptl_rx_fn rx, void *ctx)
             pthread_mutex_unlock(&p->lock);
             if (!m)
                 break;
+            u->rx_cur = m;
+            u->rx_kept = 0;
             rx(ctx, r, m->data, m->hlen, m->placed ? NULL : m->data + m->hlen, m->len - m->hlen);
+            u->rx_cur = NULL;
             pthread_mutex_lock(&p->lock);
-            update |= pp_msg_release(&p->conn, m) << (r % u->neng);
+            update |= (u->rx_kept ? pp_msg_detach : pp_msg_release)(&p->conn, m) << (r % u->neng);
             pthread_mutex_unlock(&p->lock);
             n++;
         }
@@ -1261,6 +1270,28 @@ static int udp_deliver(udp_t *u, ptl_rx_fn rx, void *ctx)
         if (update & (1u << e))
             udp_drive(u, e, 0);
     return n;
+}
+
+/* rx keeps the message being delivered: its buffer leaves the connection
+ * (udp_deliver detaches it) until udp_rx_free. Placed frames have no
+ * payload to keep. */
+static void *udp_rx_keep(ptl_tl_t *tl)
+{
+    udp_t *u = udp_of(tl);
+    if (!u->rx_cur || u->rx_cur->placed)
+        return NULL;
+    u->rx_kept = 1;
+    udp_count(&u->st_kept);
+    return u->rx_cur;
+}
+
+static void udp_rx_free(ptl_tl_t *tl, int peer, void *handle)
+{
+    udp_t *u = udp_of(tl);
+    udp_peer_t *p = &u->peers[peer];
+    pthread_mutex_lock(&p->lock);
+    pp_msg_free(&p->conn, handle);   /* back to the connection's buffer cache */
+    pthread_mutex_unlock(&p->lock);
 }
 
 static int udp_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
@@ -1359,11 +1390,13 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
     if (!u || !u->peers)
         return;
     fprintf(f, "plait udp stats, rank %d: %d paths, %d engine(s), tx help %s, cc %s, lb %s, "
-            "gso %s; datapath syscalls %llu, engine sleeps %llu\n", u->job->rank, u->npaths,
+            "gso %s; datapath syscalls %llu, engine sleeps %llu, messages kept unexpected %llu\n",
+            u->job->rank, u->npaths,
             u->neng, u->tx_help ? "on" : "off", udp_cc_names[u->cfg.cc],
             udp_lb_names[u->cfg.lb], atomic_load(&u->gso) ? "on" : "off",
             (unsigned long long)atomic_load(&u->st_syscalls),
-            (unsigned long long)atomic_load(&u->st_sleeps));
+            (unsigned long long)atomic_load(&u->st_sleeps),
+            (unsigned long long)atomic_load(&u->st_kept));
     for (int r = 0; r < u->job->size; r++) {
         udp_peer_t *p = &u->peers[r];
         pp_stats_t s;
@@ -1430,6 +1463,8 @@ const ptl_ops_t ptl_udp_ops = {
     .send_placed_zc = udp_send_placed_zc,
     .zc_reap = udp_zc_reap,
     .zc_detach = udp_zc_detach,
+    .rx_keep = udp_rx_keep,
+    .rx_free = udp_rx_free,
 };
 
 static int udp_usable(char *why, size_t len)
