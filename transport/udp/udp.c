@@ -520,8 +520,9 @@ int ptl_udp_connect(ptl_tl_t *tl)
         g->epfd = epoll_create1(EPOLL_CLOEXEC);
         g->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         pthread_mutex_init(&g->drive, NULL);
-        g->txb = malloc(sizeof *g->txb);
-        g->txh = u->tx_help ? malloc(sizeof *g->txh) : NULL;
+        /* zeroed: a GSO control message leaves padding the kernel reads */
+        g->txb = calloc(1, sizeof *g->txb);
+        g->txh = u->tx_help ? calloc(1, sizeof *g->txh) : NULL;
         g->rxb = malloc(sizeof *g->rxb);
         if (!g->txb || !g->rxb || (u->tx_help && !g->txh))
             return prt_err(PLAIT_ERR_NOMEM, "udp: no memory for engine %d's buffers", e);
