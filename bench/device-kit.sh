@@ -1,5 +1,5 @@
 #!/bin/bash
-# device-kit.sh DIR -- copies this machine's ip, tc, nft, ethtool and perf,
+# device-kit.sh DIR -- copies this machine's ip, tc, nft, ethtool, perf and strace,
 # with every shared library they load, into DIR, and writes DIR/bin/NAME
 # wrappers that start each through the copied dynamic loader.
 #
@@ -16,7 +16,7 @@
 set -eu
 [ $# = 1 ] || { sed -n '2,12p' "$0"; exit 2; }
 dir=$1
-tools="ip tc nft ethtool perf"
+tools="ip tc nft ethtool perf strace"
 mkdir -p "$dir/bin" "$dir/lib" "$dir/libexec"
 for t in $tools; do
     p=$(command -v "$t") || { echo "device-kit.sh: $t not found here" >&2; exit 1; }
