@@ -1183,6 +1183,42 @@ static void t_piggyback(void)
     free(n);
 }
 
+/* A reply of several packets that carries the ACK of its request still
+ * makes one GSO run: every packet but the last has the first one's size,
+ * the last is no longer, and the ACK rides on the last (t_piggyback's
+ * replies are one packet each). */
+static void t_piggyback_gso(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    pp_out_t o[8];
+    uint8_t hdr[8] = {0}, body[4000];
+    size_t sz[8];
+    int k = 0, runs = 1, ack_at = -1;
+    net_cfg(&a, 0, 43, 44);
+    net_cfg(&b, 1, 43, 44);
+    net_init(n, &a, &b);
+    piggy_send(n, 0, 1);
+    net_deliver(n);
+    piggy_take(n, 1, 1);   /* side 1 now owes the ACK of the request */
+    memset(body, 7, sizeof body);
+    pp_send(&n->c[1], hdr, sizeof hdr, body, sizeof body);
+    while (k < 8 && pp_tx_next(&n->c[1], n->now, &o[k])) {
+        sz[k] = o[k].hdr_len + o[k].len + o[k].len2;
+        if (PKT_FLAGS(o[k].hdr) & PP_F_ACK)
+            ack_at = k;
+        k++;
+    }
+    for (int i = 1; i < k - 1; i++)
+        runs += sz[i] != sz[0];
+    runs += k > 1 && sz[k - 1] > sz[0];
+    TAP_OK(k >= 3 && runs == 1 && ack_at == k - 1 && n->c[1].st.acks_piggy == 1,
+           "piggyback: a %d-packet reply stays one GSO run (%d) with the ACK on its last packet "
+           "(packet %d)", k, runs, ack_at);
+    net_fini(n);
+    free(n);
+}
+
 /* pwin: a loss cuts a path's window only where that path shows congestion:
  * its queue-inclusive RTT above base + max(base / 2, 2 x PP_QUEUE_TARGET_NS), or no fresh
  * acknowledgement (its delay estimate is stale: everything may be dropping). */
@@ -1584,6 +1620,7 @@ int main(void)
     t_pwin_random_loss();
     t_short_ack();
     t_piggyback();
+    t_piggyback_gso();
     t_cubic_queue_guard();
     t_zc_retx_reads_ref();
     t_zc_after_last_ack();

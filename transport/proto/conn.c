@@ -402,10 +402,22 @@ static int ack_piggyable(const pp_conn_t *c)
            (uint32_t)c->st.drops[PP_DROP_DUP] == c->dups_said;
 }
 
+/* The ACK rides on the last packet of a chunk, and only where the 4 bytes
+ * leave it no longer than a full packet: the chunk's packets go to the
+ * kernel as one GSO datagram, whose segments must all have the size of the
+ * first but for a shorter last one. On the first packet it made that one
+ * longer and split every reply of three packets or more into two datagrams
+ * (4 KiB ping-pong between namespace hosts: 19 us half round trip against
+ * 9 for 2 KiB). */
+static int piggy_fits(const pp_conn_t *c, const pp_pkt_t *p)
+{
+    return !p->msg->placed && p->chunk_end && p->len + PP_PIGGY_LEN <= c->cfg.mtu;
+}
+
 static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *out)
 {
     pp_data_t d;
-    int piggy = !p->msg->placed && ack_piggyable(c);
+    int piggy = piggy_fits(c, p) && ack_piggyable(c);
     memset(&d, 0, sizeof d);
     fill_common(c, &d.h, PP_T_DATA, p->path);
     d.h.flags = (uint8_t)((p->retx ? PP_F_RETX : 0) | (p->chunk_end ? PP_F_CHUNK_END : 0) |
