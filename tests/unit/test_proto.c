@@ -562,6 +562,39 @@ static void t_flow_spurious(void)
     free(n);
 }
 
+/* The window update: a receiver whose last ACK advertised little room says
+ * so again, unasked, once delivery frees a chunk more: an ACK with the new
+ * window and no RTT echo (its echoed packet is old news). */
+static void t_window_update(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    pp_out_t o;
+    pp_ack_t ack;
+    pp_msg_t *m;
+    int owed = 0, taken = 0;
+    size_t said;
+    net_cfg(&a, 0, 5, 6);
+    net_cfg(&b, 1, 5, 6);
+    b.rx_buf_max = a.rx_buf_max = 300u << 10;
+    net_init(n, &a, &b);
+    transfer(n, 300, 64, 0);   /* nothing taken: the window closes */
+    said = n->c[1].rwnd_said;
+    while (!owed && (m = pp_deliver(&n->c[1])) != NULL) {
+        owed = pp_msg_release(&n->c[1], m);
+        taken++;
+    }
+    memset(&ack, 0, sizeof ack);
+    if (owed && pp_ack_next(&n->c[1], n->now, &o))
+        memcpy(&ack, o.hdr, o.hdr_len < sizeof ack ? o.hdr_len : sizeof ack);
+    TAP_OK(said < b.rx_buf_max / 4 && owed && ack.rwnd >= said + b.chunk &&
+               ack.echo_path == UINT16_MAX,
+           "window update: after %d messages taken the receiver owes an ACK (%d) advertising "
+           "%u B (was %zu), without an RTT echo", taken, owed, ack.rwnd, said);
+    net_fini(n);
+    free(n);
+}
+
 static void t_policies(void)
 {
     static const char *ccs[] = {"cubic", "swift", "dgpool", "eqds"};
@@ -1606,6 +1639,7 @@ int main(void)
     t_give_up();
     t_flow_control();
     t_flow_spurious();
+    t_window_update();
     t_policies();
     t_small_one_path();
     t_placed();
