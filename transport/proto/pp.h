@@ -416,7 +416,7 @@ struct pp_conn {
     uint64_t  hs_sent_ns;         /* when the highest SACKed packet was sent */
     int       have_sack;
     uint64_t  inflight;           /* bytes in flight (not acked, not marked lost) */
-    uint64_t  lost_bytes;         /* bytes marked lost, not resent (pp_fc_unacked) */
+    uint64_t  lost_bytes;         /* bytes marked lost, not resent (conn.c: fc_unacked) */
     uint64_t  rwnd;               /* receiver's last advertisement */
     uint64_t  rwnd_ns;            /* when it arrived (zero-window probe: chunk_start) */
     pp_pkt_t *pk;                 /* PP_WIN slots by PSN */
