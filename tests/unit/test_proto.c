@@ -516,6 +516,15 @@ static void t_flow_control(void)
     free(n);
 }
 
+/* Both ends of a connection with a 300 KiB receive buffer (first PSNs isn,
+ * isn + 1): a window small enough for the flow-control tests to close. */
+static void small_window_cfg(pp_cfg_t *a, pp_cfg_t *b, uint32_t isn)
+{
+    net_cfg(a, 0, isn, isn + 1);
+    net_cfg(b, 1, isn, isn + 1);
+    b->rx_buf_max = a->rx_buf_max = 300u << 10;
+}
+
 /* Every ACK is lost from 2 ms to 6 ms of simulated time: the sender times
  * out packets its receiver holds (spurious timeouts). */
 static int f_ack_blackout(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
@@ -538,9 +547,7 @@ static void t_flow_spurious(void)
     pp_cfg_t a, b;
     xfer_t x;
     uint64_t probes;
-    net_cfg(&a, 0, 1, 2);
-    net_cfg(&b, 1, 1, 2);
-    b.rx_buf_max = a.rx_buf_max = 300u << 10;
+    small_window_cfg(&a, &b, 1);
     net_init(n, &a, &b);
     n->filter = f_ack_blackout;
     x = transfer(n, 600, 64, 3);
@@ -574,9 +581,7 @@ static void t_window_update(void)
     pp_msg_t *m;
     int owed = 0, taken = 0;
     size_t said;
-    net_cfg(&a, 0, 5, 6);
-    net_cfg(&b, 1, 5, 6);
-    b.rx_buf_max = a.rx_buf_max = 300u << 10;
+    small_window_cfg(&a, &b, 5);
     net_init(n, &a, &b);
     transfer(n, 300, 64, 0);   /* nothing taken: the window closes */
     said = n->c[1].rwnd_said;
