@@ -77,11 +77,13 @@ static int pair_xchg(ppt_state_t *s, plait_comm_t comm, const char *fn, int what
     struct plait_request sst, rst;
     plait_request_t sr = what & PAIR_SEND ? &sst : NULL, rr = what & PAIR_RECV ? &rst : NULL;
     int peer = 1 - comm->rank, tag = (int)(comm->coll_seq++ & PLAIT_TAG_MAX), rc = PLAIT_OK;
-    if (sr && (rc = ppt_isend_locked(s, comm, comm->cmq, sbuf, slen, peer, tag, &sr)) != PLAIT_OK)
-        sr = NULL;
-    if (rc == PLAIT_OK && rr &&
-        (rc = ppt_irecv_locked(s, comm, comm->cmq, rbuf, rlen, peer, tag, &rr)) != PLAIT_OK)
+    /* the receive first: the peer's eager message then finds it posted */
+    if (rr && (rc = ppt_irecv_locked(s, comm, comm->cmq, rbuf, rlen, peer, tag, &rr)) != PLAIT_OK)
         rr = NULL;
+    if (rc == PLAIT_OK && sr &&
+        (rc = ppt_isend_flags_locked(s, comm, comm->cmq, sbuf, slen, peer, tag,
+                                     rr ? PPT_SEND_XCHG : 0, &sr)) != PLAIT_OK)
+        sr = NULL;
     /* A finished transfer's own status decides (a truncation is a count
      * mismatch), else the wait's timeout or dead-peer error. Like a schedule
      * round, the send is waited for even after a mismatched receive (the

@@ -224,6 +224,12 @@ void ppt_umsg_drain(ppt_state_t *s);
  * point to storage for the request (see ppt_req_new) or be NULL. */
 int  ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
                       size_t len, int dest, int tag, plait_request_t *out);
+/* The same with flags: PPT_SEND_XCHG marks a collective's message whose
+ * receiver posted its receive (or is about to): it goes eagerly up to the
+ * user limit, not the collectives' lower one (see eager_limit). */
+#define PPT_SEND_XCHG 1
+int  ppt_isend_flags_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
+                            size_t len, int dest, int tag, int flags, plait_request_t *out);
 int  ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf, size_t cap,
                       int src, int tag, plait_request_t *out);
 void ppt_rx_frame(void *ctx, int src_world, const void *hdr, size_t hlen, const void *payload,

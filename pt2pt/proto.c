@@ -525,7 +525,12 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
  * trip (10-15 us across a bridge), more than copying 64 KiB once more:
  * PLAIT_NET_EAGER_LIMIT, 64K by default as Open MPI's TCP BTL has it
  * (16K made 64 KiB collectives 1.3-2x slower than 64K; 256K was no faster
- * and slowed bcast at 128-256 KiB). */
+ * and slowed bcast at 128-256 KiB).
+ * A two-rank exchange (PPT_SEND_XCHG, coll/pair.c) keeps the user limit: its
+ * receive is posted before the peer's message comes, so eager costs two
+ * copies against the rendezvous' one plus a handshake (about 4 us), and up
+ * to 16 KiB the copies are cheaper (allgather of 16 KiB blocks, 2 ranks,
+ * 16-core machine: 7.1 us with the rendezvous, 4.6 eager; Open MPI 7.2). */
 static size_t eager_limit(ppt_state_t *s, ptl_tl_t *tl, int coll)
 {
     size_t frame = tl->ops->max_frame(tl) - PPT_HDR_EAGER;
@@ -537,6 +542,12 @@ static size_t eager_limit(ppt_state_t *s, ptl_tl_t *tl, int coll)
 
 int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
                      size_t len, int dest, int tag, plait_request_t *out)
+{
+    return ppt_isend_flags_locked(s, comm, mq, buf, len, dest, tag, 0, out);
+}
+
+int ppt_isend_flags_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void *buf,
+                           size_t len, int dest, int tag, int flags, plait_request_t *out)
 {
     plait_request_t r = ppt_req_new(PPT_REQ_SEND, comm, *out);
     int world = comm->world_of[dest], rc;
@@ -562,7 +573,7 @@ int ppt_isend_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, const void
     } else if (!s->tl_of[world]) {
         rc = prt_err(PLAIT_ERR_UNSUPPORTED, "rank %d is on another host and this build has no "
                      "transport between hosts yet", dest);
-    } else if (len <= eager_limit(s, s->tl_of[world], mq == comm->cmq)) {
+    } else if (len <= eager_limit(s, s->tl_of[world], mq == comm->cmq && !(flags & PPT_SEND_XCHG))) {
         h.type = PPT_EAGER;
         rc = tx_frame(s, world, &h, buf, len, r);
     } else {

@@ -16,6 +16,7 @@ typedef struct { size_t len, cap; } tcase_t;
 static const tcase_t cases[] = {
     { 10, 5 }, { 100, 0 }, { 1, 0 }, { 4097, 4096 }, { 8193, 8191 }, { 65536, 1000 },
     { 65537, 65536 }, { 200000, 131071 }, { 1 << 20, 65539 }, { 3 << 20, 7 }, { 5 << 20, 1 << 20 },
+    { 1 << 20, 0 }, { 100000, 65535 },
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 

@@ -1302,8 +1302,10 @@ static void t_cubic_queue_guard(void)
     pp_conn_init(&c, &cfg);
     c.min_rtt_ns = 100000;
     c.srtt_ns = 2000000;
-    for (uint32_t p = 0; p < cfg.npaths; p++)
+    for (uint32_t p = 0; p < cfg.npaths; p++) {
         c.paths[p].qrtt_ns = 100000 + 1500000;
+        c.paths[p].acked_sent_ns = a.now - 1600000;   /* acknowledged just now */
+    }
     w = c.cc.cwnd;
     for (int k = 0; k < 10; k++)
         c.cfg.cc->on_ack(&c, &a);
@@ -1316,12 +1318,22 @@ static void t_cubic_queue_guard(void)
     TAP_OK(fabs(c.cc.cwnd - 0.97 * w) < 1, "cubic: the next queued RTT yields 3%% again (%.0f B)",
            c.cc.cwnd);
     w = c.cc.cwnd;
-    c.paths[6].qrtt_ns = 300000;
+    c.paths[6].qrtt_ns = 300000;   /* short, but from its last use 50 ms ago */
+    c.paths[6].acked_sent_ns = a.now - 50000000;
+    a.now += 1700000;
+    for (int k = 0; k < 10; k++)
+        c.cfg.cc->on_ack(&c, &a);
+    TAP_OK(fabs(c.cc.cwnd - 0.97 * w) < 1, "cubic: an idle path's stale short queue does not count: "
+           "the window still holds (%.0f -> %.0f B)", w, c.cc.cwnd);
+    w = c.cc.cwnd;
+    c.paths[6].acked_sent_ns = a.now - 300000;   /* now in use, with a short queue */
     a.rtt_ns = 300000;
     for (int k = 0; k < 10; k++)
         c.cfg.cc->on_ack(&c, &a);
     TAP_OK(c.cc.cwnd > w, "cubic: one path with a short queue: the window grows (%.0f -> %.0f B)",
            w, c.cc.cwnd);
+    TAP_OK(pp_least_qrtt(&c, a.now) == 300000 && pp_least_qrtt(&c, a.now + 60000000) == 0,
+           "least queued path: the fresh one; none once every estimate is stale");
     pp_conn_fini(&c);
 }
 

@@ -71,11 +71,11 @@ static void win_init(pp_conn_t *c)
  * shows that much queue keeps a standing queue, so the links stay busy and
  * nothing overflows; losses still cut it as CUBIC does. */
 
-/* The least queued path's RTT when even it queues more than the target,
- * else 0. */
-static uint64_t cubic_standing_queue(const pp_conn_t *c)
+/* The least queued path's RTT (of those acknowledged lately) when even it
+ * queues more than the target, else 0. */
+static uint64_t cubic_standing_queue(const pp_conn_t *c, uint64_t now)
 {
-    uint64_t q = pp_least_qrtt(c);
+    uint64_t q = pp_least_qrtt(c, now);
     return q && c->min_rtt_ns && q > c->min_rtt_ns + PP_QUEUE_TARGET_NS ? q : 0;
 }
 
@@ -104,7 +104,7 @@ static void cubic_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
     uint64_t q;
     if (!a->acked)
         return;
-    if ((q = cubic_standing_queue(c)) != 0) {
+    if ((q = cubic_standing_queue(c, a->now)) != 0) {
         if (s->cwnd < s->ssthresh)
             s->ssthresh = s->cwnd;   /* leave slow start: the pipe is full */
         s->epoch_ns = 0;             /* growth resumes from here, gently (K = 0) */

@@ -128,7 +128,7 @@ static int pwin_too_late(const pp_conn_t *c, int p, uint64_t fastest)
 static int pwin_select(pp_conn_t *c, uint64_t now)
 {
     int n = (int)c->cfg.npaths, best = -1, found = 0;
-    uint64_t best_cost = UINT64_MAX, fastest = pp_least_qrtt(c);
+    uint64_t best_cost = UINT64_MAX, fastest = pp_least_qrtt(c, now);
     for (int draw = 0; draw < 8 && found < 2; draw++) {
         int p = (int)(pp_rand(c) % (uint64_t)n);
         uint64_t cost;

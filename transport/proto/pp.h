@@ -571,6 +571,6 @@ uint64_t pp_rand(pp_conn_t *c);
 
 /* The smallest queue-inclusive RTT among the connection's paths (0: none
  * measured yet), for the policies (CUBIC's hold, pwin's tail rule). */
-uint64_t pp_least_qrtt(const pp_conn_t *c);
+uint64_t pp_least_qrtt(const pp_conn_t *c, uint64_t now);
 
 #endif
