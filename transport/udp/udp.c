@@ -29,9 +29,7 @@
  * kernel's copy and in the path to the peer's socket, and that then runs on
  * two cores. Packets go to the kernel with the peer unlocked and its
  * connection pinned (pp_tx_pin), so the two threads' sendmmsg calls, and
- * ACK processing, overlap. While the caller also receives bulk data from
- * that peer (an exchange), it leaves the sending to the engine thread
- * (udp_tx_budget): one thread per direction.
+ * ACK processing, overlap.
  *
  * Locks: each peer's pp_conn_t (and its exposed receive regions) is guarded by
  * the peer's mutex; an engine's scratch buffers by its drive lock (but txh,
@@ -91,7 +89,6 @@
 #define UDP_MAX_FRAME (1u << 20)            /* ptl frame: one protocol message */
 #define UDP_RXBUF     65536
 #define UDP_HELP_MIN  (256u << 10)          /* a message this large still to send: bulk */
-#define UDP_TX_BUDGET (4 * UDP_BATCH)       /* packets per peer per pass */
 
 typedef struct {
     uint64_t magic;
@@ -186,7 +183,6 @@ struct udp {
     _Atomic uint64_t caller_ns;              /* last time an application thread polled */
     _Atomic uint64_t st_syscalls, st_sleeps; /* datapath counters (PLAIT_STATS) */
     _Atomic uint64_t st_kept;                /* messages rx kept instead of copying */
-    _Atomic uint64_t st_tx_left;             /* caller passes that left sending to the helper */
     _Atomic uint64_t drops[PP_DROP_N];       /* packets no connection could take */
 };
 
@@ -680,17 +676,15 @@ static void udp_undefer(udp_engine_t *g, int r)
  * its connection pinned (pp_tx_pin: what they point into stays), so a
  * second thread can transmit or take ACKs meanwhile: the kernel's copy and
  * its path to the peer's socket are most of a sender's time. Returns the
- * packets sent: at most about budget (whole batches); with budget 0 only
- * the timers and an owed ACK. */
-static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t now,
-                       int budget)
+ * packets sent. */
+static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t now)
 {
     udp_peer_t *p = &u->peers[r];
     int sent = 0, wake = 0;
     pthread_mutex_lock(&p->lock);
     if (pp_poll(&p->conn, now))
         wake = 1;   /* failed: let blocked callers see it */
-    while (sent < budget) {   /* then the other peers and the receive side run */
+    for (;;) {
         b->n = 0;
         while (b->n < UDP_BATCH && pp_tx_next(&p->conn, now, &b->out[b->n]))
             b->n++;
@@ -702,6 +696,8 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
         pthread_mutex_lock(&p->lock);
         pp_tx_unpin(&p->conn);
         sent += b->n;
+        if (sent >= 4 * UDP_BATCH)
+            break;   /* let the other peers and the receive side run */
     }
     if (sent && g && g->ndefer && !p->conn.ack_pending)
         udp_undefer(g, r);   /* the held-back ACK rode on the data */
@@ -754,7 +750,7 @@ static int udp_tx_help(udp_t *u, udp_engine_t *g)
         if (!bulk)      /* cleared under the lock; a sender sets it after queueing one */
             atomic_store_explicit(&p->bulk_hint, 0, memory_order_relaxed);
         pthread_mutex_unlock(&p->lock);
-        if (bulk && udp_tx_peer(u, NULL, g->txh, r, prt_now_ns(), UDP_TX_BUDGET) == 0)
+        if (bulk && udp_tx_peer(u, NULL, g->txh, r, prt_now_ns()) == 0)
             sched_yield();   /* window shut: the caller's ACKs open it */
         any |= bulk;
     }
@@ -942,24 +938,6 @@ static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
     return work;
 }
 
-/* Packets a pass may send to peer r. A caller's pass (defer) that took
- * placed bulk data (ready bit 4) while the engine thread sends this peer's
- * bulk transfer alongside (udp_tx_help) leaves the sending to that thread:
- * each thread then moves one direction of an exchange, where the caller
- * used to share its time between receiving and a second copy of the
- * sender's work. 2 hosts x 1 rank, alltoall 1 MiB, 4 interleaved runs:
- * median 465 -> 348 us (Open MPI 272); allreduce 1 MiB 810 -> 746;
- * 4 MiB and one-way streams unchanged. */
-static int udp_tx_budget(udp_t *u, int r, int defer, int ready)
-{
-    if (defer && u->tx_help && (ready & 4) &&
-        atomic_load_explicit(&u->peers[r].bulk_hint, memory_order_relaxed)) {
-        udp_count(&u->st_tx_left);
-        return 0;
-    }
-    return UDP_TX_BUDGET;
-}
-
 /* One run of engine g's share of the datapath: the ACKs the last caller
  * pass held back, receive, then timers and transmission for its peers. The
  * caller holds g->drive. */
@@ -972,7 +950,7 @@ static int udp_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
     now = prt_now_ns();
     for (int r = g->id; r < u->job->size; r += u->neng)
         if (u->peers[r].up)
-            work += udp_tx_peer(u, g, g->txb, r, now, udp_tx_budget(u, r, defer, *ready));
+            work += udp_tx_peer(u, g, g->txb, r, now);
     if (*ready & 1)
         atomic_store(&u->rx_ready, 1);
     return work;
@@ -1133,7 +1111,7 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
     if (bulk)
         atomic_store_explicit(&p->bulk_hint, 1, memory_order_relaxed);
     if (pthread_mutex_trylock(&g->drive) == 0) {
-        udp_tx_peer(u, g, g->txb, dst, prt_now_ns(), UDP_TX_BUDGET);
+        udp_tx_peer(u, g, g->txb, dst, prt_now_ns());
         pthread_mutex_unlock(&g->drive);
         if (bulk)
             udp_kick(u, g->id);   /* the engine thread helps (udp_tx_help) */
@@ -1413,15 +1391,13 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
     if (!u || !u->peers)
         return;
     fprintf(f, "plait udp stats, rank %d: %d paths, %d engine(s), tx help %s, cc %s, lb %s, "
-            "gso %s; datapath syscalls %llu, engine sleeps %llu, messages kept unexpected %llu, "
-            "passes that left sending to the helper %llu\n",
+            "gso %s; datapath syscalls %llu, engine sleeps %llu, messages kept unexpected %llu\n",
             u->job->rank, u->npaths,
             u->neng, u->tx_help ? "on" : "off", udp_cc_names[u->cfg.cc],
             udp_lb_names[u->cfg.lb], atomic_load(&u->gso) ? "on" : "off",
             (unsigned long long)atomic_load(&u->st_syscalls),
             (unsigned long long)atomic_load(&u->st_sleeps),
-            (unsigned long long)atomic_load(&u->st_kept),
-            (unsigned long long)atomic_load(&u->st_tx_left));
+            (unsigned long long)atomic_load(&u->st_kept));
     for (int r = 0; r < u->job->size; r++) {
         udp_peer_t *p = &u->peers[r];
         pp_stats_t s;
