@@ -65,6 +65,19 @@ if [ -x "$COLL" ]; then
     done
 fi
 
+# A bcast root streaming eager messages never waits (each send completes at
+# once), so only its sends can read the ACKs: they run a receive pass when
+# none ran lately (udp_send_drive; counted), every byte checked.
+name="udp loopback: bcast root streaming 4-64 KiB eager messages (checked)"
+if job "$name" 2 "PLAIT_STATS=1" "$B/tools/plait-bench" coll bcast -b 4K -e 64K -n 2000 -c 1; then
+    if grep -Eq "rank 0: .*receive passes run by sends [1-9]" "$out"; then
+        pass "udp loopback: a sender that never waits reads its ACKs from its sends"
+    else
+        fail "udp loopback: a sender that never waits reads its ACKs from its sends" \
+            "$(grep -o 'rank 0: .*receive passes run by sends [0-9]*' "$out" | tr '\n' ' ')"
+    fi
+fi
+
 for cc in cubic swift dgpool eqds; do
     job "udp loopback: PLAIT_CC=$cc pt2pt_sizes -n 2" 2 "PLAIT_CC=$cc" "$BIN/pt2pt_sizes"
 done

@@ -89,6 +89,7 @@
 #define UDP_MAX_FRAME (1u << 20)            /* ptl frame: one protocol message */
 #define UDP_RXBUF     65536
 #define UDP_HELP_MIN  (256u << 10)          /* a message this large still to send: bulk */
+#define UDP_SEND_RX_NS 50000                /* a sender reads its ACKs at least this often */
 
 typedef struct {
     uint64_t magic;
@@ -153,6 +154,7 @@ typedef struct {
     int             defer[UDP_TOUCH], ndefer;
     _Atomic uint64_t defer_ns;
     _Atomic int     idle;                    /* asleep in udp_engine_idle */
+    _Atomic uint64_t rx_ns;                  /* the last receive pass began (udp_rx_pass) */
     udp_txb_t      *txb;
     udp_txb_t      *txh;                     /* the engine thread's own, for udp_tx_help */
     udp_rxb_t      *rxb;
@@ -183,6 +185,7 @@ struct udp {
     _Atomic uint64_t caller_ns;              /* last time an application thread polled */
     _Atomic uint64_t st_syscalls, st_sleeps; /* datapath counters (PLAIT_STATS) */
     _Atomic uint64_t st_kept;                /* messages rx kept instead of copying */
+    _Atomic uint64_t st_send_rx;             /* receive passes a send ran (udp_send_drive) */
     _Atomic uint64_t drops[PP_DROP_N];       /* packets no connection could take */
 };
 
@@ -929,8 +932,9 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
  * peer 3-4 us: it arrived with the reply. Riding on it, it costs nothing.) */
 static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 {
-    int touched[UDP_TOUCH], nt = 0;
-    int work = udp_rx_sock(u, g, u->fds[g->id], touched, &nt, ready);
+    int touched[UDP_TOUCH], nt = 0, work;
+    atomic_store_explicit(&g->rx_ns, prt_now_ns(), memory_order_relaxed);
+    work = udp_rx_sock(u, g, u->fds[g->id], touched, &nt, ready);
     if (defer && (*ready & 5) == 1)
         udp_defer_acks(u, g, touched, nt);
     else
@@ -1075,6 +1079,29 @@ static int udp_drive(udp_t *u, int e, int defer)
     return work;
 }
 
+/* A sender's own transmission (it holds g->drive): peer dst's packets, and
+ * a whole pass (receive first) when nobody read engine g's socket for
+ * UDP_SEND_RX_NS. A program that only sends (a bcast root running ahead:
+ * each eager send completes at once, so it never waits, never calls
+ * progress) kept the engine thread standing by (the caller looks active)
+ * and read no ACK itself: on a 16-core machine, 4 KiB bcast between
+ * namespace hosts, the root went up to 27 ms without a receive pass, its
+ * timers fired on packets long acknowledged (4718 spurious timeouts in
+ * 40108 messages) and every RTO floor raise went to the ceiling. */
+static void udp_send_drive(udp_t *u, udp_engine_t *g, int dst)
+{
+    uint64_t now = prt_now_ns();
+    int ready = 0;
+    if (now - atomic_load_explicit(&g->rx_ns, memory_order_relaxed) < UDP_SEND_RX_NS) {
+        udp_tx_peer(u, g, g->txb, dst, now);
+        return;
+    }
+    udp_count(&u->st_send_rx);
+    udp_pass(u, g, &ready, 0);
+    if (ready & 3)
+        ptl_shm_wake_self(u->waker);   /* a message or send space for a sleeping thread */
+}
+
 /* Queues a frame (referenced when cookie is nonzero and the payload is
  * large enough: then PTL_PENDING) and transmits what it can right away. */
 static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, const void *payload,
@@ -1111,7 +1138,7 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
     if (bulk)
         atomic_store_explicit(&p->bulk_hint, 1, memory_order_relaxed);
     if (pthread_mutex_trylock(&g->drive) == 0) {
-        udp_tx_peer(u, g, g->txb, dst, prt_now_ns());
+        udp_send_drive(u, g, dst);
         pthread_mutex_unlock(&g->drive);
         if (bulk)
             udp_kick(u, g->id);   /* the engine thread helps (udp_tx_help) */
@@ -1391,13 +1418,15 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
     if (!u || !u->peers)
         return;
     fprintf(f, "plait udp stats, rank %d: %d paths, %d engine(s), tx help %s, cc %s, lb %s, "
-            "gso %s; datapath syscalls %llu, engine sleeps %llu, messages kept unexpected %llu\n",
+            "gso %s; datapath syscalls %llu, engine sleeps %llu, messages kept unexpected %llu, "
+            "receive passes run by sends %llu\n",
             u->job->rank, u->npaths,
             u->neng, u->tx_help ? "on" : "off", udp_cc_names[u->cfg.cc],
             udp_lb_names[u->cfg.lb], atomic_load(&u->gso) ? "on" : "off",
             (unsigned long long)atomic_load(&u->st_syscalls),
             (unsigned long long)atomic_load(&u->st_sleeps),
-            (unsigned long long)atomic_load(&u->st_kept));
+            (unsigned long long)atomic_load(&u->st_kept),
+            (unsigned long long)atomic_load(&u->st_send_rx));
     for (int r = 0; r < u->job->size; r++) {
         udp_peer_t *p = &u->peers[r];
         pp_stats_t s;
