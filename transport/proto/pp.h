@@ -569,8 +569,8 @@ int  pp_parse(const void *pkt, size_t len, uint64_t key, uint32_t me, uint32_t *
 /* Random numbers for policies (xorshift64*), deterministic from cfg.seed. */
 uint64_t pp_rand(pp_conn_t *c);
 
-/* The smallest queue-inclusive RTT among the connection's paths (0: none
- * measured yet), for the policies (CUBIC's hold, pwin's tail rule). */
+/* The smallest queue-inclusive RTT among the connection's paths acknowledged
+ * lately (0: none), for the policies (CUBIC's hold, pwin's tail rule). */
 uint64_t pp_least_qrtt(const pp_conn_t *c, uint64_t now);
 
 #endif

@@ -1086,8 +1086,8 @@ static int udp_drive(udp_t *u, int e, int defer)
  * progress) kept the engine thread standing by (the caller looks active)
  * and read no ACK itself: on a 16-core machine, 4 KiB bcast between
  * namespace hosts, the root went up to 27 ms without a receive pass, its
- * timers fired on packets long acknowledged (4718 spurious timeouts in
- * 40108 messages) and every RTO floor raise went to the ceiling. */
+ * timers fired on packets long acknowledged (4167 spurious timeouts in
+ * 40108 messages; now 8) and every RTO floor raise went to the ceiling. */
 static void udp_send_drive(udp_t *u, udp_engine_t *g, int dst)
 {
     uint64_t now = prt_now_ns();
