@@ -154,7 +154,7 @@ typedef struct {
     int             defer[UDP_TOUCH], ndefer;
     _Atomic uint64_t defer_ns;
     _Atomic int     idle;                    /* asleep in udp_engine_idle */
-    _Atomic uint64_t rx_ns;                  /* the last receive pass began (udp_rx_pass) */
+    _Atomic uint64_t rx_ns;                  /* the last receive pass ended (udp_pass) */
     udp_txb_t      *txb;
     udp_txb_t      *txh;                     /* the engine thread's own, for udp_tx_help */
     udp_rxb_t      *rxb;
@@ -932,9 +932,8 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
  * peer 3-4 us: it arrived with the reply. Riding on it, it costs nothing.) */
 static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 {
-    int touched[UDP_TOUCH], nt = 0, work;
-    atomic_store_explicit(&g->rx_ns, prt_now_ns(), memory_order_relaxed);
-    work = udp_rx_sock(u, g, u->fds[g->id], touched, &nt, ready);
+    int touched[UDP_TOUCH], nt = 0;
+    int work = udp_rx_sock(u, g, u->fds[g->id], touched, &nt, ready);
     if (defer && (*ready & 5) == 1)
         udp_defer_acks(u, g, touched, nt);
     else
@@ -952,6 +951,7 @@ static int udp_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
     udp_ack_deferred(u, g);
     work = udp_rx_pass(u, g, ready, defer);
     now = prt_now_ns();
+    atomic_store_explicit(&g->rx_ns, now, memory_order_relaxed);
     for (int r = g->id; r < u->job->size; r += u->neng)
         if (u->peers[r].up)
             work += udp_tx_peer(u, g, g->txb, r, now);
