@@ -1591,8 +1591,8 @@ static void t_tx_pin(void)
     msg_fill(src, 20000, 11, 0);
     pp_send_ref(&n->c[0], hdr, sizeof hdr, src, 12000, UINT64_MAX, 0, 1);
     pp_send(&n->c[0], hdr, sizeof hdr, src + 12000, 8000);
-    pp_tx_pin(&n->c[0]);
-    pp_tx_pin(&n->c[0]);
+    pp_tx_pin(&n->c[0], NULL, 0);
+    pp_tx_pin(&n->c[0], NULL, 0);
     while (steps++ < 2000 && n->c[0].tx_head) {
         net_step(n, 64);
         while ((m = pp_deliver(&n->c[1])) != NULL) {
@@ -1607,10 +1607,10 @@ static void t_tx_pin(void)
            pp_zc_detach(&n->c[0], 1) == PP_BUSY,
            "tx pin: both messages acknowledged while pinned are retired, unreported "
            "(%d retired, %d reported), detach waits", retired, early);
-    pp_tx_unpin(&n->c[0]);
+    pp_tx_unpin(&n->c[0], NULL, 0);
     early = zc_reap_into(n, seen, 4, &twice);
     TAP_OK(n->c[0].retired && !early, "tx pin: pins nest (one of two released: still retired)");
-    pp_tx_unpin(&n->c[0]);
+    pp_tx_unpin(&n->c[0], NULL, 0);
     zc_reap_into(n, seen, 4, &twice);
     TAP_OK(!n->c[0].retired && n->c[0].zc_refs == 0 && seen[1] == 1 && !twice &&
            pp_zc_detach(&n->c[0], 1) == 0,
@@ -1618,6 +1618,71 @@ static void t_tx_pin(void)
     net_fini(n);
     free(n);
     free(src);
+}
+
+/* Two threads transmitting one connection (udp_tx_peer beside
+ * udp_tx_help): each takes a batch under the lock, pins it with its packets
+ * and hands it to the kernel unlocked. The second batch (stamped later)
+ * must not put packets on a path the first still holds: it would reach
+ * the wire first, its ACK would come first, and the same-path rule would
+ * take the first batch's packets there for lost. Here the later batch
+ * always goes first on the wire and its ACK returns before the earlier
+ * batch leaves: no fast retransmission, no path shared, the chunk the
+ * second batch would have continued cut short, every byte intact. */
+static void t_tx_two_threads(void)
+{
+    enum { LEN = 300000, BATCH = 6 };
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    uint8_t *src = malloc(LEN), hdr[16] = {9};
+    pp_out_t *oa = malloc(2 * BATCH * sizeof *oa), *ob = oa + BATCH;
+    pp_msg_t *m, *got = NULL;
+    int shared = 0, steps = 0, ok = 0;
+    net_cfg(&a, 0, 3, 4);
+    net_cfg(&b, 1, 3, 4);
+    net_init(n, &a, &b);
+    msg_fill(src, LEN, 21, 0);
+    pp_send(&n->c[0], hdr, sizeof hdr, src, LEN);
+    while (steps++ < 5000 && !got) {
+        int na = 0, nb = 0;
+        pp_out_t o;
+        pp_poll(&n->c[0], n->now);
+        while (na < BATCH && pp_tx_next(&n->c[0], n->now, &oa[na]))
+            na++;
+        pp_tx_pin(&n->c[0], oa, na);                  /* thread A: to the kernel, unlocked */
+        while (nb < BATCH && pp_tx_next(&n->c[0], n->now + 50000, &ob[nb]))
+            nb++;                                     /* thread B, 50 us later */
+        pp_tx_pin(&n->c[0], ob, nb);
+        for (int i = 0; i < nb; i++)
+            for (int j = 0; j < na; j++)
+                shared += ob[i].path == oa[j].path;
+        for (int i = 0; i < nb; i++)                  /* B's packets reach the wire first */
+            net_emit(n, 0, &ob[i]);
+        pp_tx_unpin(&n->c[0], ob, nb);
+        net_deliver(n);
+        while (pp_ack_next(&n->c[1], n->now, &o))
+            net_emit(n, 1, &o);
+        net_deliver(n);                               /* their ACK is back before A's leave */
+        for (int i = 0; i < na; i++)
+            net_emit(n, 0, &oa[i]);
+        pp_tx_unpin(&n->c[0], oa, na);
+        net_step(n, 0);                               /* A's packets, then the ACKs */
+        n->now += 100000;
+        if ((m = pp_deliver(&n->c[1])) != NULL)
+            got = m;
+    }
+    ok = got && got->len == LEN + sizeof hdr && !memcmp(got->data + sizeof hdr, src, LEN);
+    TAP_OK(ok && shared == 0 && n->c[0].st.retx_fast == 0 && n->c[0].st.chunks_cut > 0,
+           "two threads: a later batch takes no path an earlier one holds (%d shared), "
+           "no fast retransmission (%llu), chunks cut short %llu, message intact %d",
+           shared, (unsigned long long)n->c[0].st.retx_fast,
+           (unsigned long long)n->c[0].st.chunks_cut, ok);
+    if (got)
+        pp_msg_release(&n->c[1], got);
+    net_fini(n);
+    free(n);
+    free(src);
+    free(oa);
 }
 
 /* Threads read the time before they take the connection's lock: a call
@@ -1679,6 +1744,7 @@ int main(void)
     t_zc_detach();
     t_zc_flow_control();
     t_tx_pin();
+    t_tx_two_threads();
     t_clock_back();
     return tap_done();
 }

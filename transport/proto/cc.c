@@ -203,6 +203,7 @@ static void dg_init(pp_conn_t *c)
 static int dg_can_send(pp_conn_t *c, uint32_t bytes) { return c->cc.tokens >= bytes; }
 static int dg_allow_retx(pp_conn_t *c, uint32_t bytes) { (void)bytes; return c->inflight == 0 || c->cc.tokens > 0; }
 static void dg_on_sent(pp_conn_t *c, uint32_t bytes) { c->cc.tokens -= bytes; }
+static void dg_on_unsent(pp_conn_t *c, uint32_t bytes) { c->cc.tokens += bytes; }
 
 static void dg_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
 {
@@ -238,6 +239,7 @@ static void dg_on_loss(pp_conn_t *c, int timeout, uint64_t now)
 const pp_cc_ops_t pp_cc_dgpool = {
     .name = "dgpool", .init = dg_init, .chunk_size = cc_chunk, .pacing_ns = cc_no_pacing,
     .can_send = dg_can_send, .allow_retx = dg_allow_retx, .on_sent = dg_on_sent,
+    .on_unsent = dg_on_unsent,
     .on_ack = dg_on_ack, .on_loss = dg_on_loss,
 };
 
@@ -258,6 +260,7 @@ static int eqds_can_send(pp_conn_t *c, uint32_t bytes) { return c->cc.credit >= 
 /* Retransmissions replace bytes already credited: no new credit needed. */
 static int eqds_allow_retx(pp_conn_t *c, uint32_t bytes) { (void)c; (void)bytes; return 1; }
 static void eqds_on_sent(pp_conn_t *c, uint32_t bytes) { c->cc.credit -= bytes; }
+static void eqds_on_unsent(pp_conn_t *c, uint32_t bytes) { c->cc.credit += bytes; }
 static void eqds_on_credit(pp_conn_t *c, uint32_t bytes)
 {
     c->cc.credit += bytes;
@@ -287,6 +290,7 @@ static void eqds_on_loss(pp_conn_t *c, int timeout, uint64_t now)
 const pp_cc_ops_t pp_cc_eqds = {
     .name = "eqds", .init = eqds_init, .chunk_size = cc_chunk, .pacing_ns = eqds_pacing,
     .can_send = eqds_can_send, .allow_retx = eqds_allow_retx, .on_sent = eqds_on_sent,
+    .on_unsent = eqds_on_unsent,
     .on_rx_chunk = eqds_on_rx, .on_rx_retx = eqds_on_rx, .on_ack = eqds_on_ack,
     .on_loss = eqds_on_loss, .on_credit = eqds_on_credit,
 };

@@ -601,6 +601,18 @@ static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
     return 1;
 }
 
+/* Another thread holds the chunk's path (its packets of this chunk are
+ * on their way to the kernel, pp_tx_pin): the chunk ends here, and the
+ * rest of its bytes start a chunk on a free path. The CC gets back what it
+ * charged for the bytes not cut (on_unsent). */
+static void chunk_end_early(pp_conn_t *c)
+{
+    if (c->cfg.cc->on_unsent)
+        c->cfg.cc->on_unsent(c, c->chunk_left);
+    c->chunk_left = 0;
+    c->st.chunks_cut++;
+}
+
 /* The connection's clock never goes back: threads of a datapath read the
  * time before they take the connection's lock, so one may come with a time
  * older than what another just stamped on a packet. */
@@ -625,6 +637,8 @@ int pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
         return tx_wait(c, c->tx_head ? PP_WAIT_EMPTY : PP_WAIT_NONE, now);
     if (sdiff(c->snd_nxt, c->snd_una) >= PP_WIN)
         return tx_wait(c, PP_WAIT_PSN, now);
+    if (c->chunk_left && !pp_path_free(c, c->chunk_path))
+        chunk_end_early(c);
     if (c->chunk_left == 0 && !chunk_start(c, m, now))
         return 0;
     tx_wait(c, PP_WAIT_NONE, now);
@@ -689,10 +703,23 @@ static void msg_acked(pp_conn_t *c, pp_msg_t *m, uint32_t len)
     msg_done(c, m);
 }
 
-void pp_tx_pin(pp_conn_t *c) { c->tx_pins++; }
-
-void pp_tx_unpin(pp_conn_t *c)
+/* Counts the batch's packets on their paths (pp_path_free). */
+static void batch_hold(pp_conn_t *c, const pp_out_t *out, int n, int delta)
 {
+    for (int i = 0; i < n; i++)
+        if (out[i].path >= 0 && (uint32_t)out[i].path < c->cfg.npaths)
+            c->paths[out[i].path].held += (uint32_t)delta;
+}
+
+void pp_tx_pin(pp_conn_t *c, const pp_out_t *out, int n)
+{
+    c->tx_pins++;
+    batch_hold(c, out, n, 1);
+}
+
+void pp_tx_unpin(pp_conn_t *c, const pp_out_t *out, int n)
+{
+    batch_hold(c, out, n, -1);
     if (!c->tx_pins || --c->tx_pins)
         return;
     while (c->retired) {

@@ -29,7 +29,7 @@ static int lb_random(pp_conn_t *c, uint64_t now)
     int n = (int)c->cfg.npaths, p = 0;
     for (int tries = 0; tries < 4; tries++) {
         p = (int)(pp_rand(c) % (uint64_t)n);
-        if (c->paths[p].penalty_until <= now)
+        if (c->paths[p].penalty_until <= now && pp_path_free(c, p))
             break;
     }
     return p;
@@ -54,7 +54,7 @@ static uint64_t path_cost(const pp_conn_t *c, int p, uint64_t now)
     const pp_path_t *pp = &c->paths[p];
     uint64_t rtt = path_delay(c, p);
     uint64_t cost = (rtt ? rtt : 1) * (1 + pp->inflight / (c->cfg.chunk ? c->cfg.chunk : 1));
-    if (pp->penalty_until > now)
+    if (pp->penalty_until > now || !pp_path_free(c, p))
         cost += 1000000000ull;
     return cost;
 }
@@ -90,6 +90,8 @@ const pp_lb_ops_t pp_lb_p2c = {.name = "p2c", .select_path = p2c_select};
 static int pwin_room(const pp_conn_t *c, int p, uint64_t now)
 {
     const pp_path_t *pa = &c->paths[p];
+    if (!pp_path_free(c, p))
+        return 0;   /* another thread is sending its packets */
     if (pa->cwnd >= (double)c->cfg.chunk)
         return (double)pa->inflight + c->cfg.chunk <= pa->cwnd;
     return pa->inflight == 0 && now >= pa->idle_until;
@@ -228,8 +230,11 @@ const pp_lb_ops_t pp_lb_pwin = {.name = "pwin", .select_path = pwin_select, .ini
 
 static int clock_select(pp_conn_t *c, uint64_t now)
 {
-    if (c->clock_head != c->clock_tail)
-        return c->clock_ring[c->clock_tail++ % CLOCK_RING];
+    while (c->clock_head != c->clock_tail) {
+        int p = c->clock_ring[c->clock_tail++ % CLOCK_RING];
+        if (pp_path_free(c, p))
+            return p;
+    }
     return lb_random(c, now);
 }
 

@@ -237,6 +237,7 @@ typedef struct {
     uint64_t loss_events, timeouts;
     uint64_t acks_tx, acks_rx;
     uint64_t acks_piggy;                     /* ACKs that rode on data packets (in acks_tx) */
+    uint64_t chunks_cut;                     /* chunks ended early: another thread held the path */
     uint64_t drops[PP_DROP_N];
     uint64_t srtt_ns, min_rtt_ns;
     uint64_t cwnd, credit;                   /* bytes, at the time of reading */
@@ -308,6 +309,7 @@ struct pp_cc_ops {
     int      (*can_send)(pp_conn_t *c, uint32_t bytes);    /* window / tokens / credit */
     int      (*allow_retx)(pp_conn_t *c, uint32_t bytes);
     void     (*on_sent)(pp_conn_t *c, uint32_t bytes);
+    void     (*on_unsent)(pp_conn_t *c, uint32_t bytes);   /* a chunk ended short: give back */
     void     (*on_rx_chunk)(pp_conn_t *c, uint32_t bytes, uint64_t now);   /* receiver */
     void     (*on_rx_retx)(pp_conn_t *c, uint32_t bytes, uint64_t now);    /* receiver */
     void     (*on_ack)(pp_conn_t *c, const pp_ack_info_t *a);
@@ -380,6 +382,8 @@ typedef struct {
     double   cwnd, ssthresh;  /* bytes */
     uint64_t cut_ns;          /* last cut: at most one per path RTT */
     uint64_t idle_until;      /* a window below one chunk: next chunk not before this */
+    uint32_t held;            /* its packets in pinned batches (pp_tx_pin): another
+                               * thread is handing them to the kernel */
 } pp_path_t;
 
 /* Congestion-control state shared by the policies (each uses what it needs). */
@@ -523,13 +527,21 @@ int  pp_zc_ready(const pp_conn_t *c);
 int  pp_zc_detach(pp_conn_t *c, uint64_t cookie);
 /* A datapath that hands packets from pp_tx_next to the kernel after
  * releasing the connection's lock (so that several threads transmit at
- * once) pins it first and unpins it, locked again, once the kernel has
- * them: while pinned, a message acknowledged meanwhile is neither freed nor
- * reported to pp_zc_reap (the packets point into it), a failed connection
- * does not report its referenced buffers free, and pp_zc_detach refuses
- * (PP_BUSY). Pins nest (one per thread). */
-void pp_tx_pin(pp_conn_t *c);
-void pp_tx_unpin(pp_conn_t *c);
+ * once) pins it with the batch (out[0..n-1]) first and unpins it with the
+ * same batch, locked again, once the kernel has them: while pinned, a
+ * message acknowledged meanwhile is neither freed nor reported to
+ * pp_zc_reap (the packets point into it), a failed connection does not
+ * report its referenced buffers free, and pp_zc_detach refuses (PP_BUSY).
+ * Pins nest (one per thread). The batch's paths count as held meanwhile:
+ * another thread's pp_tx_next puts nothing on them (it ends the chunk it
+ * continues there and picks another path), so each path's packets reach
+ * the kernel in the order they were stamped; two threads interleaving one
+ * path's packets made later ones overtake, and the same-path loss rule
+ * (detect_dup_loss) took the earlier ones for lost. */
+void pp_tx_pin(pp_conn_t *c, const pp_out_t *out, int n);
+void pp_tx_unpin(pp_conn_t *c, const pp_out_t *out, int n);
+/* 1 when path p may take packets now: no other thread holds it (pp_tx_pin). */
+static inline int pp_path_free(const pp_conn_t *c, int p) { return !c->paths[p].held; }
 #define PP_BUSY (-2)
 /* The next packet to transmit now (retransmission first), or 0: none now. */
 int  pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out);

@@ -693,11 +693,11 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
             b->n++;
         if (b->n == 0)
             break;
-        pp_tx_pin(&p->conn);
+        pp_tx_pin(&p->conn, b->out, b->n);
         pthread_mutex_unlock(&p->lock);
         udp_flush(u, b, p);
         pthread_mutex_lock(&p->lock);
-        pp_tx_unpin(&p->conn);
+        pp_tx_unpin(&p->conn, b->out, b->n);
         sent += b->n;
         if (sent >= 4 * UDP_BATCH)
             break;   /* let the other peers and the receive side run */
@@ -1434,7 +1434,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
             continue;
         pthread_mutex_lock(&p->lock);
         pp_stats(&p->conn, &s);
-        fprintf(f, "  conn %d->%d: tx %llu msgs %llu B %llu pkts %llu chunks; rx %llu msgs %llu B "
+        fprintf(f, "  conn %d->%d: tx %llu msgs %llu B %llu pkts %llu chunks (%llu cut short); "
+                "rx %llu msgs %llu B "
                 "%llu pkts; retx fast %llu timeout %llu; loss events %llu; acks tx %llu (%llu on data) "
                 "rx %llu; "
                 "srtt %.1f us min %.1f us; cwnd %llu B; rate %.1f MB/s; blocked %llu; "
@@ -1443,7 +1444,7 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 u->job->rank, r,
                 (unsigned long long)s.tx_msgs, (unsigned long long)s.tx_bytes,
                 (unsigned long long)s.tx_pkts, (unsigned long long)s.tx_chunks,
-                (unsigned long long)s.rx_msgs, (unsigned long long)s.rx_bytes,
+                (unsigned long long)s.chunks_cut, (unsigned long long)s.rx_msgs, (unsigned long long)s.rx_bytes,
                 (unsigned long long)s.rx_pkts, (unsigned long long)s.retx_fast,
                 (unsigned long long)s.retx_timeout, (unsigned long long)s.loss_events,
                 (unsigned long long)s.acks_tx, (unsigned long long)s.acks_piggy,
