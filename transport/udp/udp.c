@@ -186,6 +186,7 @@ struct udp {
     _Atomic uint64_t st_syscalls, st_sleeps; /* datapath counters (PLAIT_STATS) */
     _Atomic uint64_t st_kept;                /* messages rx kept instead of copying */
     _Atomic uint64_t st_send_rx;             /* receive passes a send ran (udp_send_drive) */
+    _Atomic uint64_t st_sndbuf;              /* packets the kernel refused (socket buffer full) */
     _Atomic uint64_t drops[PP_DROP_N];       /* packets no connection could take */
 };
 
@@ -646,6 +647,10 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
             rc = 1;
         } else if (rc < 0 && errno != EAGAIN && errno != ENOBUFS) {
             prt_log(PRT_LOG_DEBUG, "udp: sendmmsg on path %d: %s", path, strerror(errno));
+        } else if (rc < 0) {
+            for (int j = 0; j < k; j++)   /* lost here: repaired like any loss */
+                atomic_fetch_add_explicit(&u->st_sndbuf, (uint64_t)b->mcount[m + j],
+                                          memory_order_relaxed);
         }
         m += rc > 0 ? rc : k;
         udp_count(&u->st_syscalls);
@@ -1419,14 +1424,15 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
         return;
     fprintf(f, "plait udp stats, rank %d: %d paths, %d engine(s), tx help %s, cc %s, lb %s, "
             "gso %s; datapath syscalls %llu, engine sleeps %llu, messages kept unexpected %llu, "
-            "receive passes run by sends %llu\n",
+            "receive passes run by sends %llu, packets refused by a full socket buffer %llu\n",
             u->job->rank, u->npaths,
             u->neng, u->tx_help ? "on" : "off", udp_cc_names[u->cfg.cc],
             udp_lb_names[u->cfg.lb], atomic_load(&u->gso) ? "on" : "off",
             (unsigned long long)atomic_load(&u->st_syscalls),
             (unsigned long long)atomic_load(&u->st_sleeps),
             (unsigned long long)atomic_load(&u->st_kept),
-            (unsigned long long)atomic_load(&u->st_send_rx));
+            (unsigned long long)atomic_load(&u->st_send_rx),
+            (unsigned long long)atomic_load(&u->st_sndbuf));
     for (int r = 0; r < u->job->size; r++) {
         udp_peer_t *p = &u->peers[r];
         pp_stats_t s;
