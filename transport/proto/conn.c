@@ -93,23 +93,17 @@ uint64_t pp_rand(pp_conn_t *c)
     return x * 0x2545f4914f6cdd1dull;
 }
 
-/* Only a path acknowledged lately says what its queue is now: one left
- * idle keeps the estimate of its last use, and a stream that moved to
- * other paths (small messages are not sprayed) must not have CUBIC's
- * hold and pwin's lateness test read an old empty queue there as the
- * least queued path. Lately: within the path's own RTO twice over, plus
- * twice the queue target (pwin_congested's freshness rule). */
-static int qrtt_fresh(const pp_path_t *pa, uint64_t now)
-{
-    return now <= pa->acked_sent_ns + 2 * (pa->qrtt_ns + 4 * pa->qvar_ns) + 2 * PP_QUEUE_TARGET_NS;
-}
-
+/* Only a path acknowledged lately (pp_qrtt_fresh, with twice the queue
+ * target as slack) says what its queue is now: a stream that moved to
+ * other paths (small messages are not sprayed) must not have CUBIC's hold
+ * and pwin's lateness test read an old empty queue there as the least
+ * queued path. */
 uint64_t pp_least_qrtt(const pp_conn_t *c, uint64_t now)
 {
     uint64_t best = 0;
     for (uint32_t p = 0; p < c->cfg.npaths; p++) {
         uint64_t q = c->paths[p].qrtt_ns;
-        if (q && (!best || q < best) && qrtt_fresh(&c->paths[p], now))
+        if (q && (!best || q < best) && pp_qrtt_fresh(&c->paths[p], now, 2 * PP_QUEUE_TARGET_NS))
             best = q;
     }
     return best;

@@ -202,7 +202,7 @@ static int pwin_congested(const pp_conn_t *c, const pp_path_t *pa, uint64_t now)
     uint64_t slack = base / 2 > 2 * PP_QUEUE_TARGET_NS ? base / 2 : 2 * PP_QUEUE_TARGET_NS;
     if (!base || !pa->qrtt_ns || pa->qrtt_ns > base + slack)
         return 1;
-    return now > pa->acked_sent_ns + 2 * (pa->qrtt_ns + 4 * pa->qvar_ns) + slack;
+    return !pp_qrtt_fresh(pa, now, slack);
 }
 
 static void pwin_on_loss(pp_conn_t *c, int path)

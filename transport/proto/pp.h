@@ -584,5 +584,13 @@ uint64_t pp_rand(pp_conn_t *c);
 /* The smallest queue-inclusive RTT among the connection's paths acknowledged
  * lately (0: none), for the policies (CUBIC's hold, pwin's tail rule). */
 uint64_t pp_least_qrtt(const pp_conn_t *c, uint64_t now);
+/* 1 when path pa's queue estimate is fresh: a packet it sent within twice
+ * its own RTO (qrtt + 4 qvar) plus slack before now was acknowledged. An
+ * idle path keeps the estimate of its last use; one whose packets all
+ * stopped coming back has a stale one. */
+static inline int pp_qrtt_fresh(const pp_path_t *pa, uint64_t now, uint64_t slack)
+{
+    return now <= pa->acked_sent_ns + 2 * (pa->qrtt_ns + 4 * pa->qvar_ns) + slack;
+}
 
 #endif

@@ -647,10 +647,11 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
             rc = 1;
         } else if (rc < 0 && errno != EAGAIN && errno != ENOBUFS) {
             prt_log(PRT_LOG_DEBUG, "udp: sendmmsg on path %d: %s", path, strerror(errno));
-        } else if (rc < 0) {
-            for (int j = 0; j < k; j++)   /* lost here: repaired like any loss */
-                atomic_fetch_add_explicit(&u->st_sndbuf, (uint64_t)b->mcount[m + j],
-                                          memory_order_relaxed);
+        } else if (rc < 0) {   /* the packets are lost here: repaired like any loss */
+            uint64_t pkts = 0;
+            for (int j = 0; j < k; j++)
+                pkts += (uint64_t)b->mcount[m + j];
+            atomic_fetch_add_explicit(&u->st_sndbuf, pkts, memory_order_relaxed);
         }
         m += rc > 0 ? rc : k;
         udp_count(&u->st_syscalls);
@@ -1450,7 +1451,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 u->job->rank, r,
                 (unsigned long long)s.tx_msgs, (unsigned long long)s.tx_bytes,
                 (unsigned long long)s.tx_pkts, (unsigned long long)s.tx_chunks,
-                (unsigned long long)s.chunks_cut, (unsigned long long)s.rx_msgs, (unsigned long long)s.rx_bytes,
+                (unsigned long long)s.chunks_cut, (unsigned long long)s.rx_msgs,
+                (unsigned long long)s.rx_bytes,
                 (unsigned long long)s.rx_pkts, (unsigned long long)s.retx_fast,
                 (unsigned long long)s.retx_timeout, (unsigned long long)s.loss_events,
                 (unsigned long long)s.acks_tx, (unsigned long long)s.acks_piggy,
