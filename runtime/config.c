@@ -45,8 +45,8 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "eqds: receiver credits)", CFG_AT(cc)},
     {"PLAIT_LB", PRT_CFG_ENUM, "pwin", "p2c|spray|ackclock|pwin",
      "path choice per chunk of the udp transport (p2c: power of two choices on path RTT; "
-     "pwin: p2c among paths with room in their own windows, a congestion loss shrinks "
-     "its path only)", CFG_AT(lb)},
+     "pwin: p2c among paths with room in their own windows, a congestion loss or a "
+     "queue 1 ms above the least queued path's shrinks its path only)", CFG_AT(lb)},
     {"PLAIT_UDP_DUPACK", PRT_CFG_INT, "128", NULL,
      "later packets SACKed before a packet counts as lost (large: spraying reorders)",
      CFG_AT(udp_dupthresh)},

@@ -1289,6 +1289,60 @@ static void t_pwin_random_loss(void)
     pp_conn_fini(&c);
 }
 
+/* pwin: a path queueing more than PP_QUEUE_SPREAD_NS longer than the least
+ * queued path shrinks its window on its ACKs (in proportion to the excess,
+ * at most half, once per its RTT, never below a chunk); paths within the
+ * spread keep growing, whatever their common (host) delay. */
+static void t_pwin_queue_spread(void)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    uint64_t now = 80000000, host = 2000000;   /* 2 ms of delay every path shares */
+    double w = 400000, w1;
+    net_cfg(&cfg, 0, 1, 4);
+    cfg.lb = &pp_lb_pwin;
+    pp_conn_init(&c, &cfg);
+    c.now = now;
+    for (int p = 0; p < 4; p++) {
+        c.paths[p].qrtt_ns = host + 200000;
+        c.paths[p].acked_sent_ns = now - 100000;
+        c.paths[p].cwnd = c.paths[p].ssthresh = w;
+    }
+    c.paths[1].qrtt_ns = host + 200000 + PP_QUEUE_SPREAD_NS / 2;   /* within the spread */
+    c.paths[2].qrtt_ns = host + 200000 + 3 * PP_QUEUE_SPREAD_NS;   /* a loaded link */
+    c.paths[3].qrtt_ns = host + 200000 + 40 * PP_QUEUE_SPREAD_NS;  /* far worse */
+    for (int p = 0; p < 4; p++)
+        c.cfg.lb->on_acked(&c, p, 1400);
+    TAP_OK(c.paths[0].cwnd > w && c.paths[1].cwnd > w,
+           "pwin spread: the least queued path and one within the spread grow (%.0f, %.0f B) "
+           "under 2 ms of shared host delay", c.paths[0].cwnd, c.paths[1].cwnd);
+    {
+        double q = (double)c.paths[2].qrtt_ns, ex = 2.0 * PP_QUEUE_SPREAD_NS;
+        double want = w * (1 - 0.8 * ex / q);
+        TAP_OK(fabs(c.paths[2].cwnd - want) < 1 && c.paths[2].ssthresh == c.paths[2].cwnd,
+               "pwin spread: a path 3 spreads slower cuts in proportion to its excess "
+               "(%.0f -> %.0f B, want %.0f) and leaves slow start", w, c.paths[2].cwnd, want);
+    }
+    TAP_OK(c.paths[3].cwnd == w / 2, "pwin spread: a far slower path is cut by half at most (%.0f B)",
+           c.paths[3].cwnd);
+    w1 = c.paths[2].cwnd;
+    c.now = now + c.paths[2].qrtt_ns / 2;
+    c.cfg.lb->on_acked(&c, 2, 1400);
+    TAP_OK(c.paths[2].cwnd >= w1, "pwin spread: no second cut within the path's RTT (%.0f B)",
+           c.paths[2].cwnd);
+    c.paths[3].cwnd = c.paths[3].ssthresh = 1.2 * c.cfg.chunk;
+    c.now = now + 2 * c.paths[3].qrtt_ns;
+    for (int p = 0; p < 4; p++)
+        c.paths[p].acked_sent_ns = c.now - 100000;   /* all still in use */
+    c.cfg.lb->on_acked(&c, 3, 1400);
+    TAP_OK(c.paths[3].cwnd == (double)c.cfg.chunk,
+           "pwin spread: a cut stops at one chunk (%.0f B); below it only losses cut",
+           c.paths[3].cwnd);
+    c.cfg.lb->on_acked(&c, 3, 1400);
+    TAP_OK(c.paths[3].cwnd > (double)c.cfg.chunk, "pwin spread: at one chunk the path grows again");
+    pp_conn_fini(&c);
+}
+
 /* cubic: the window stops growing (and slow start ends) while even the least
  * queued path holds more than 1 ms of queue; one short path lets it grow. */
 static void t_cubic_queue_guard(void)
@@ -1734,6 +1788,7 @@ int main(void)
     t_pwin_chunk_span();
     t_pwin_tail();
     t_pwin_random_loss();
+    t_pwin_queue_spread();
     t_short_ack();
     t_piggyback();
     t_piggyback_gso();

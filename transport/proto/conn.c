@@ -42,7 +42,7 @@ void pp_cfg_default(pp_cfg_t *c)
     c->init_cwnd = 256u << 10;
     c->seed = 0x9e3779b97f4a7c15ull;
     c->cc = &pp_cc_cubic;
-    c->lb = &pp_lb_p2c;
+    c->lb = &pp_lb_pwin;   /* as PLAIT_LB's default (runtime/config.c), so plait-sim runs what users get */
 }
 
 /* SipHash-2-4 (Aumasson, Bernstein) of one 64-bit word, keyed with

@@ -45,6 +45,8 @@
 #define PP_RTO_FLOOR_HOLD_NS 1000000000ull   /* a raised RTO floor halves after this
                                                 * long without spurious timeouts */
 #define PP_RATE_WINDOW_NS  500000     /* delivery-rate sample length (pp_conn_t.rate_Bps) */
+#define PP_QUEUE_SPREAD_NS PP_QUEUE_TARGET_NS   /* pwin: a path queueing this much more
+                                      * than the least queued one slows down (lb.c) */
 #define PP_CHUNK_TIME_NS   150000     /* a chunk spanning several lasts at most this long at
                                        * the delivery rate (pwin's chunk_span: lb.c) */
 #define PP_MAX_HLEN  64              /* largest ptl header inside a message */
@@ -444,6 +446,8 @@ struct pp_conn {
     pp_ccstate_t cc;
     uint16_t  clock_ring[512];    /* ackclock: paths whose ACKs came back fast */
     uint32_t  clock_head, clock_tail;
+    uint64_t  least_qrtt_ns, least_qrtt_at;   /* pwin: pp_least_qrtt as of least_qrtt_at
+                                               * (one scan per ACK, not per packet) */
 
     /* receiver */
     uint32_t  rcv_cum, rcv_msg;   /* next PSN expected; next message to hand up */
