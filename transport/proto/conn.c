@@ -1151,8 +1151,12 @@ static void rx_copy(pp_conn_t *c, pp_msg_t *m, const rx_data_t *d, const uint8_t
     dst = c->cfg.place(c->cfg.place_arg, m->place_id, m->place_off + (off - m->hlen), &room);
     if (!dst || room > len)
         room = 0;
-    if (room)
+    if (room && c->copy_q && c->copy_n < c->copy_cap) {
+        c->copy_q[c->copy_n++] = (pp_copy_t){dst, payload, room};
+        c->copies_out++;
+    } else if (room) {
         memcpy(dst, payload, room);
+    }
     c->st.rx_placed += room;
     c->st.rx_discarded += len - room;
 }
@@ -1393,10 +1397,30 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     return 1;
 }
 
+void pp_rx_copy_defer(pp_conn_t *c, pp_copy_t *q, uint32_t cap)
+{
+    c->copy_q = q;
+    c->copy_cap = cap;
+    c->copy_n = 0;
+}
+
+uint32_t pp_rx_copy_take(pp_conn_t *c)
+{
+    uint32_t n = c->copy_n;
+    c->copy_q = NULL;
+    c->copy_n = c->copy_cap = 0;
+    return n;
+}
+
+void pp_rx_copy_done(pp_conn_t *c, uint32_t n)
+{
+    c->copies_out -= n <= c->copies_out ? n : c->copies_out;
+}
+
 pp_msg_t *pp_deliver(pp_conn_t *c)
 {
     pp_msg_t **slot = &c->rmsg[c->rcv_msg % PP_WIN], *m = *slot;
-    if (!m || m->id != c->rcv_msg || m->got != m->len)
+    if (!m || m->id != c->rcv_msg || m->got != m->len || c->copies_out)
         return NULL;
     *slot = NULL;
     c->rcv_msg++;
@@ -1407,7 +1431,7 @@ pp_msg_t *pp_deliver(pp_conn_t *c)
 int pp_deliver_ready(const pp_conn_t *c)
 {
     const pp_msg_t *m = c->rmsg[c->rcv_msg % PP_WIN];
-    return m && m->id == c->rcv_msg && m->got == m->len;
+    return m && m->id == c->rcv_msg && m->got == m->len && !c->copies_out;
 }
 
 int pp_msg_release(pp_conn_t *c, pp_msg_t *m)

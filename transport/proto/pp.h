@@ -256,6 +256,13 @@ typedef struct {
 /* ------------------------------------------------------ configuration */
 
 typedef struct pp_conn pp_conn_t;
+/* A placed payload's copy into the receiver's exposed region, left to the
+ * datapath to make outside its connection lock (pp_rx_copy_defer). */
+typedef struct {
+    void       *dst;
+    const void *src;
+    size_t      len;
+} pp_copy_t;
 typedef struct pp_cc_ops pp_cc_ops_t;
 typedef struct pp_lb_ops pp_lb_ops_t;
 
@@ -464,6 +471,9 @@ struct pp_conn {
     uint32_t  credit_seen;        /* EQDS sender: the grant total last received */
     uint32_t  rcv_ahead;          /* bits set in rcv_bits: packets past a hole (SACK to say) */
     uint32_t  credit_said, dups_said;   /* grant total and duplicate count of the last ACK */
+    pp_copy_t *copy_q;            /* placed payload copies left to the caller (pp_rx_copy_defer) */
+    uint32_t  copy_n, copy_cap;
+    uint32_t  copies_out;         /* copies taken, not yet reported done: no delivery until 0 */
 
     /* Large message buffers freed lately, reused: a fresh megabyte from
      * malloc is a fresh mmap, and its page faults cost more than the copy. */
@@ -558,6 +568,19 @@ int  pp_poll(pp_conn_t *c, uint64_t now);
  * connection (rank, tag, epoch) and its fields against the window and
  * bounds. */
 void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len);
+/* Deferred placement. Between pp_rx_copy_defer and pp_rx_copy_take, pp_rx
+ * queues the copies of placed payloads into the receiver's exposed regions
+ * (up to cap in q; past that it copies at once) instead of making them: the
+ * datapath makes them after releasing its lock on the connection, so a
+ * thread sending on the same connection is not held up by the bulk of the
+ * receive work. pp_rx_copy_take ends the deferral and returns how many are
+ * queued in q; until pp_rx_copy_done reports them made, pp_deliver hands up
+ * nothing. The packets themselves are accounted (and acknowledged) at once,
+ * so the copies must be made before the datapath reads its socket again.
+ * The payload sources (the datagram buffers) must stay until then too. */
+void pp_rx_copy_defer(pp_conn_t *c, pp_copy_t *q, uint32_t cap);
+uint32_t pp_rx_copy_take(pp_conn_t *c);
+void pp_rx_copy_done(pp_conn_t *c, uint32_t n);
 /* The next message in order, complete, or NULL; free it with pp_msg_release. */
 pp_msg_t *pp_deliver(pp_conn_t *c);
 /* 1 when pp_deliver would return a message. */
