@@ -245,14 +245,17 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
     prt_backoff_start(&b, s->cfg.timeout_s);
     for (;;) {
         uint64_t now;
+        int work = 0;
         if (!req_done(req))
-            ppt_progress_locked(s);
+            work = ppt_progress_locked(s);
         if (req_done(req)) {
             if (backed_off)
                 wait_account(s, req, b.start_ns);
             return req->rc;
         }
         now = prt_now_ns();
+        if (work)
+            prt_backoff_progress(&b, now);
         if (now - s->last_alive_ns > PPT_ALIVE_CHECK_NS) {
             int rc;
             s->last_alive_ns = now;

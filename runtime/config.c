@@ -69,8 +69,8 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "(the send completes once every packet is acknowledged; 0 = always copy)",
      CFG_AT(udp_zcopy_min)},
     {"PLAIT_UDP_TX_HELP", PRT_CFG_ENUM, "auto", "auto|on|off",
-     "udp: while the application waits on a bulk transfer, the engine thread sends alongside it "
-     "(two cores move one connection's data; auto = on where the process may use two cores)",
+     "udp: while the application waits on a bulk transfer, the engine thread sends it (alongside the "
+     "caller, or alone while the caller receives; auto = on where the process may use two cores)",
      CFG_AT(udp_tx_help)},
     {"PLAIT_STATS", PRT_CFG_BOOL, "0", NULL,
      "print per-connection and per-path transport counters to stderr at plait_finalize",
@@ -91,7 +91,8 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
     {"PLAIT_WAIT_SPIN_US", PRT_CFG_INT, "20", NULL,
      "microseconds a blocked call busy-polls before yielding the CPU", CFG_AT(spin_us)},
     {"PLAIT_WAIT_YIELD_US", PRT_CFG_INT, "2000", NULL,
-     "microseconds a blocked call polls with sched_yield before sleeping on a wake-up", CFG_AT(yield_us)},
+     "microseconds without progress a blocked call polls with sched_yield before sleeping on a wake-up",
+     CFG_AT(yield_us)},
     {"PLAIT_SINGLETON", PRT_CFG_BOOL, "1", NULL,
      "run as a job of size 1 when no PMIx server is reachable (0: fail plait_init instead)", CFG_AT(singleton_ok)},
     /* collectives: the choices' order is coll/pcoll.h's algorithm ids */

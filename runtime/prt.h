@@ -165,19 +165,24 @@ int  prt_boot_finalize(prt_job_t *job);
 
 /* ------------------------------------------------------------ blocking wait */
 /*
- * A blocked caller spins for spin_us, then yields (sched_yield) until yield_us,
- * then sleeps on the process's wake-up word (a futex in shared memory that
- * senders bump), so 8 ranks on 2 cores still make progress quickly.
+ * A blocked caller spins for spin_us, then yields (sched_yield) until yield_us
+ * have passed without progress, then sleeps on the process's wake-up word (a
+ * futex in shared memory that senders bump), so 8 ranks on 2 cores still make
+ * progress quickly. A wait that keeps making progress (a bulk transfer's
+ * packets arriving) never sleeps: asleep, it handed the datapath to the udp
+ * engine thread, one thread at a time driving both directions.
  */
 typedef struct {
     uint64_t start_ns;
+    uint64_t work_ns;          /* the waiter's latest progress (start_ns at first) */
     uint64_t deadline_ns;      /* 0 = none */
-    uint32_t iter;
 } prt_backoff_t;
 
 void prt_backoff_start(prt_backoff_t *b, double timeout_s);
 /* 1 when the deadline passed. */
 int  prt_backoff_expired(const prt_backoff_t *b, uint64_t now);
+/* The waiter made progress at `now`: the sleep stage starts yield_us later. */
+static inline void prt_backoff_progress(prt_backoff_t *b, uint64_t now) { b->work_ns = now; }
 /* Which stage the wait is in after `now`: 0 spin, 1 yield, 2 sleep. */
 int  prt_backoff_stage(const prt_backoff_t *b, uint64_t now, long spin_us, long yield_us);
 

@@ -11,9 +11,8 @@
 
 void prt_backoff_start(prt_backoff_t *b, double timeout_s)
 {
-    b->start_ns = prt_now_ns();
+    b->start_ns = b->work_ns = prt_now_ns();
     b->deadline_ns = timeout_s > 0 ? b->start_ns + (uint64_t)(timeout_s * 1e9) : 0;
-    b->iter = 0;
 }
 
 int prt_backoff_expired(const prt_backoff_t *b, uint64_t now)
@@ -23,10 +22,10 @@ int prt_backoff_expired(const prt_backoff_t *b, uint64_t now)
 
 int prt_backoff_stage(const prt_backoff_t *b, uint64_t now, long spin_us, long yield_us)
 {
-    uint64_t waited_us = (now - b->start_ns) / 1000;
+    uint64_t waited_us = (now - b->start_ns) / 1000, idle_us = (now - b->work_ns) / 1000;
     if (waited_us < (uint64_t)spin_us)
         return 0;
-    if (waited_us < (uint64_t)(spin_us + yield_us))
+    if (idle_us < (uint64_t)(spin_us + yield_us))
         return 1;
     return 2;
 }

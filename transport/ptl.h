@@ -55,7 +55,8 @@ struct ptl_ops {
      * PLAIT_OK, PLAIT_ERR_UNSUPPORTED when this pair cannot (caller falls back
      * to a copy protocol), or another error. NULL when the transport has none. */
     int  (*get)(ptl_tl_t *tl, int peer, uint64_t raddr, void *buf, size_t len);
-    /* Delivers pending frames through rx; returns how many were delivered. */
+    /* Delivers pending frames through rx; returns the work done: frames
+     * delivered, plus packets moved where the transport has packets (0: idle). */
     int  (*progress)(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx);
     /* Checks that peer is alive: PLAIT_OK or PLAIT_ERR_PEER (with message). */
     int  (*peer_alive)(ptl_tl_t *tl, int peer);

@@ -78,6 +78,20 @@ if job "$name" 2 "PLAIT_STATS=1" "$B/tools/plait-bench" coll bcast -b 4K -e 64K 
     fi
 fi
 
+# A bulk exchange both ways (alltoall of 2 x 2 MiB, every byte checked) with
+# the engine thread helping: it sends the bulk transfers (counted) while the
+# callers receive, their payload copies made with the connection unlocked.
+name="udp loopback: bulk exchange with the engine thread sending (checked alltoall 4 MiB)"
+if job "$name" 2 "PLAIT_STATS=1 PLAIT_UDP_TX_HELP=on" "$B/tools/plait-bench" coll alltoall \
+    -b 4M -e 4M -n 20 -w 2 -c 1; then
+    if [ "$(grep -Ec "packets the engine thread sent beside a caller [1-9]" "$out")" = 2 ]; then
+        pass "udp loopback: the engine thread sends bulk data beside both callers"
+    else
+        fail "udp loopback: the engine thread sends bulk data beside both callers" \
+            "$(grep -o 'rank [0-9]: .*sent beside a caller [0-9]*' "$out" | tr '\n' ' ')"
+    fi
+fi
+
 for cc in cubic swift dgpool eqds; do
     job "udp loopback: PLAIT_CC=$cc pt2pt_sizes -n 2" 2 "PLAIT_CC=$cc" "$BIN/pt2pt_sizes"
 done

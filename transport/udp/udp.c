@@ -23,18 +23,23 @@
  * UDP_HANDOFF_NS and takes over when it stops polling (computing, or asleep
  * on the shm wake-up word, which the thread bumps when a message is ready or
  * send space freed up). While the caller drives and a bulk transfer is under
- * way to a peer (udp_bulk: a message with UDP_HELP_MIN bytes still to send),
- * the engine thread transmits for that peer too, from scratch of its own
- * (udp_tx_help, PLAIT_UDP_TX_HELP): a sender spends most of its time in the
- * kernel's copy and in the path to the peer's socket, and that then runs on
- * two cores. Packets go to the kernel with the peer unlocked and its
- * connection pinned (pp_tx_pin), so the two threads' sendmmsg calls, and
- * ACK processing, overlap.
+ * way to a peer (a frame of UDP_HELP_MIN bytes queued, until nothing is left
+ * to send: udp_bulk), the engine thread transmits for that peer from scratch
+ * of its own (udp_tx_help, PLAIT_UDP_TX_HELP), and where bulk data arrives
+ * too the caller's passes leave the sending to it (udp_tx_budget): a sender
+ * spends most of its time in the kernel's copy and in the path to the peer's
+ * socket, and in an exchange the caller receives meanwhile, so each
+ * direction gets a core. Packets go to the
+ * kernel with the peer unlocked and its connection pinned (pp_tx_pin), and a
+ * receive pass copies placed payloads into the user's buffer with the peer
+ * unlocked (pp_rx_copy_defer), so sending and receiving one connection
+ * overlap.
  *
  * Locks: each peer's pp_conn_t (and its exposed receive regions) is guarded by
  * the peer's mutex; an engine's scratch buffers by its drive lock (but txh,
  * the engine thread's alone). Order: drive, then peer; the pt2pt lock is
- * never taken here.
+ * never taken here. The engine thread never sleeps on a drive lock a caller
+ * holds: it helps or stands by instead.
  *
  * Large DATA frames of pt2pt go with send_placed: the receiver exposed the
  * destination buffer (expose), so the protocol places each packet's payload
@@ -90,6 +95,8 @@
 #define UDP_RXBUF     65536
 #define UDP_HELP_MIN  (256u << 10)          /* a message this large still to send: bulk */
 #define UDP_SEND_RX_NS 50000                /* a sender reads its ACKs at least this often */
+#define UDP_ACK_BYTES (256u << 10)          /* a receive pass ACKs at least this often */
+#define UDP_TX_BUDGET (4 * UDP_BATCH)       /* packets per peer per pass: then the others run */
 
 typedef struct {
     uint64_t magic;
@@ -115,6 +122,7 @@ typedef struct {
     struct sockaddr_in dst[PP_MAX_PATHS];
     udp_region_t      *regions;              /* exposed by us for this peer's frames */
     _Atomic int        bulk_hint;            /* a bulk message was queued (udp_tx_help) */
+    _Atomic int        copying;              /* placement copies under way, unlocked */
     int                nregions, cap_regions;
 } udp_peer_t;
 
@@ -138,6 +146,7 @@ typedef struct {
     struct iovec   iov[UDP_BATCH];
     char           ctl[UDP_BATCH][CMSG_SPACE(sizeof(int))];
     uint8_t        bufs[UDP_BATCH][UDP_RXBUF];
+    pp_copy_t      copies[UDP_GSO_SEGS];     /* one datagram's placement copies (udp_rx_done) */
 } udp_rxb_t;
 
 /* An engine: a share of the sockets (i % E == id) and peers (r % E == id).
@@ -183,10 +192,12 @@ struct udp {
     _Atomic int    zc_ready;                 /* some connection has zero-copy sends to report */
     _Atomic int    gso;                      /* UDP_SEGMENT works (cleared on refusal) */
     _Atomic uint64_t caller_ns;              /* last time an application thread polled */
+    _Atomic uint64_t rx_bulk_ns;             /* last pass that received placed (bulk) data */
     _Atomic uint64_t st_syscalls, st_sleeps; /* datapath counters (PLAIT_STATS) */
     _Atomic uint64_t st_kept;                /* messages rx kept instead of copying */
     _Atomic uint64_t st_send_rx;             /* receive passes a send ran (udp_send_drive) */
     _Atomic uint64_t st_sndbuf;              /* packets the kernel refused (socket buffer full) */
+    _Atomic uint64_t st_helped;              /* packets the engine sent beside a caller (udp_tx_help) */
     _Atomic uint64_t drops[PP_DROP_N];       /* packets no connection could take */
 };
 
@@ -502,6 +513,20 @@ static void udp_rxb_init(udp_rxb_t *r)
 
 static void *udp_engine_main(void *arg);
 
+/* A peer's lock is held for short steps (a batch cut into packets, a
+ * datagram's headers) by up to two threads at once: spinning a moment before
+ * sleeping saves the futex sleep and wake-up (glibc's adaptive mutex). */
+static void udp_lock_init(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+    pthread_mutex_init(m, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
 int ptl_udp_connect(ptl_tl_t *tl)
 {
     udp_t *u = udp_of(tl);
@@ -513,7 +538,7 @@ int ptl_udp_connect(ptl_tl_t *tl)
     if (!u->peers)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for %d udp peers", u->job->size);
     for (int r = 0; r < u->job->size; r++) {
-        pthread_mutex_init(&u->peers[r].lock, NULL);
+        udp_lock_init(&u->peers[r].lock);
         if (r != u->job->rank)
             PRT_CHECK(udp_connect_peer(u, r));
     }
@@ -686,14 +711,14 @@ static void udp_undefer(udp_engine_t *g, int r)
  * second thread can transmit or take ACKs meanwhile: the kernel's copy and
  * its path to the peer's socket are most of a sender's time. Returns the
  * packets sent. */
-static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t now)
+static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t now, int budget)
 {
     udp_peer_t *p = &u->peers[r];
     int sent = 0, wake = 0;
     pthread_mutex_lock(&p->lock);
     if (pp_poll(&p->conn, now))
         wake = 1;   /* failed: let blocked callers see it */
-    for (;;) {
+    while (sent < budget) {
         b->n = 0;
         while (b->n < UDP_BATCH && pp_tx_next(&p->conn, now, &b->out[b->n]))
             b->n++;
@@ -705,8 +730,6 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
         pthread_mutex_lock(&p->lock);
         pp_tx_unpin(&p->conn, b->out, b->n);
         sent += b->n;
-        if (sent >= 4 * UDP_BATCH)
-            break;   /* let the other peers and the receive side run */
     }
     if (sent && g && g->ndefer && !p->conn.ack_pending)
         udp_undefer(g, r);   /* the held-back ACK rode on the data */
@@ -732,14 +755,17 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
     return sent;
 }
 
-/* A bulk transfer is under way: the message being cut into packets has
- * UDP_HELP_MIN bytes still to cut. (Not a queue of smaller ones: two
- * threads sending a stream of 32 KiB messages reordered it enough for
- * hundreds of spurious fast retransmissions, and slowed it.) */
+/* A bulk transfer to this peer is under way, for udp_tx_help: set (bulk_hint)
+ * when a frame of UDP_HELP_MIN bytes or more is queued, it lasts while
+ * anything is left to send, lost packets included, so the engine thread,
+ * once helping, finishes it (in an exchange it sends alone: udp_tx_budget).
+ * (Two threads sending one
+ * stream of 32 KiB messages used to reorder it into spurious fast
+ * retransmissions; since pp_tx_pin holds the paths of a batch, one thread's
+ * packets on a path never overtake another's.) */
 static int udp_bulk(const pp_conn_t *c)
 {
-    const pp_msg_t *m = c->tx_cut;
-    return m && m->len - m->queued >= UDP_HELP_MIN;
+    return c->tx_unsent > 0 || c->nlost;
 }
 
 /* The engine thread's share while an application thread drives: it sends
@@ -759,8 +785,12 @@ static int udp_tx_help(udp_t *u, udp_engine_t *g)
         if (!bulk)      /* cleared under the lock; a sender sets it after queueing one */
             atomic_store_explicit(&p->bulk_hint, 0, memory_order_relaxed);
         pthread_mutex_unlock(&p->lock);
-        if (bulk && udp_tx_peer(u, NULL, g->txh, r, prt_now_ns()) == 0)
-            sched_yield();   /* window shut: the caller's ACKs open it */
+        if (bulk) {
+            int n = udp_tx_peer(u, NULL, g->txh, r, prt_now_ns(), UDP_TX_BUDGET);
+            atomic_fetch_add_explicit(&u->st_helped, (uint64_t)n, memory_order_relaxed);
+            if (n == 0)
+                sched_yield();   /* window shut: the caller's ACKs open it */
+        }
         any |= bulk;
     }
     return any;
@@ -812,10 +842,22 @@ static void udp_defer_acks(udp_t *u, udp_engine_t *g, const int *touched, int nt
         udp_kick(u, g->id);
 }
 
-/* After a run of packets from peer p (its lock held): what the pass must
+/* After a run of packets from peer p (its lock held): the placement copies
+ * the run left (pp_rx_copy_defer: made with the lock released, so that a
+ * thread sending to p meanwhile is not held up by them), what the pass must
  * report, then the lock is released. */
-static void udp_rx_done(udp_t *u, udp_peer_t *p, int acks, int *ready)
+static void udp_rx_done(udp_t *u, udp_engine_t *g, udp_peer_t *p, int acks, int *ready)
 {
+    uint32_t n = pp_rx_copy_take(&p->conn);
+    if (n) {   /* the run's placement copies, with the connection unlocked */
+        atomic_fetch_add(&p->copying, 1);
+        pthread_mutex_unlock(&p->lock);
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(g->rxb->copies[i].dst, g->rxb->copies[i].src, g->rxb->copies[i].len);
+        atomic_fetch_sub(&p->copying, 1);
+        pthread_mutex_lock(&p->lock);
+        pp_rx_copy_done(&p->conn, n);
+    }
     if (pp_deliver_ready(&p->conn))
         *ready |= 1;
     if (acks && pp_zc_ready(&p->conn) && !atomic_load_explicit(&u->zc_ready,
@@ -860,8 +902,9 @@ static void udp_rx_dgram(udp_t *u, udp_engine_t *g, const uint8_t *buf, size_t l
         p = &u->peers[src];
         if (p != held) {
             if (held)
-                udp_rx_done(u, held, acks, ready);
+                udp_rx_done(u, g, held, acks, ready);
             pthread_mutex_lock(&p->lock);
+            pp_rx_copy_defer(&p->conn, g->rxb->copies, UDP_GSO_SEGS);
             held = p;
             acks = 0;
         }
@@ -873,7 +916,7 @@ static void udp_rx_dgram(udp_t *u, udp_engine_t *g, const uint8_t *buf, size_t l
         if (((const pp_hdr_t *)(const void *)pkt)->flags & PP_F_PLACED)
             *ready |= 4;   /* bulk data: its sender waits for the ACK, no reply comes */
         if (*nt >= UDP_TOUCH - 1) {   /* (a forged datagram may name many peers) */
-            udp_rx_done(u, held, acks, ready);
+            udp_rx_done(u, g, held, acks, ready);
             held = NULL;
             udp_ack_touched(u, g, touched, *nt);
             *nt = 0;
@@ -881,7 +924,7 @@ static void udp_rx_dgram(udp_t *u, udp_engine_t *g, const uint8_t *buf, size_t l
         udp_touch(touched, nt, (int)src);
     }
     if (held)
-        udp_rx_done(u, held, acks, ready);
+        udp_rx_done(u, g, held, acks, ready);
 }
 
 /* GRO: the segment size the kernel coalesced this datagram with, or 0. */
@@ -896,11 +939,18 @@ static size_t udp_gro_size(struct msghdr *h)
     return 0;
 }
 
-/* Receives what one socket holds (a few batches at most); returns packets. */
+/* Receives what one socket holds (a few batches at most); returns packets.
+ * The ACKs owed leave at the end of the pass, and within it whenever
+ * UDP_ACK_BYTES have arrived since the last ones: a pass can drain megabytes
+ * (a bulk exchange both ways lets the socket fill while its thread sends),
+ * and ACKs held for all of it made the peer's timers fire on packets that
+ * had arrived (2 hosts x 1 rank, alltoall 16 MiB: 104-144 spurious timeouts
+ * in 25 calls, which raised the peer's RTO floor to 2-4 ms). */
 static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt, int *ready)
 {
     udp_rxb_t *r = g->rxb;
     int total = 0, n;
+    size_t unacked = 0;
     do {
         uint64_t now;
         n = recvmmsg(fd, r->m, UDP_BATCH, MSG_DONTWAIT, NULL);
@@ -918,9 +968,11 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
             if (!seg || seg > len)
                 seg = len;
             udp_rx_dgram(u, g, r->bufs[i], len, seg, now, touched, nt, ready);
-            if (*nt >= UDP_TOUCH - 1) {
+            unacked += len;
+            if (*nt >= UDP_TOUCH - 1 || (unacked >= UDP_ACK_BYTES && *nt)) {
                 udp_ack_touched(u, g, touched, *nt);
                 *nt = 0;
+                unacked = 0;
             }
         }
         total += n;
@@ -940,11 +992,31 @@ static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 {
     int touched[UDP_TOUCH], nt = 0;
     int work = udp_rx_sock(u, g, u->fds[g->id], touched, &nt, ready);
+    if (*ready & 4)
+        atomic_store_explicit(&u->rx_bulk_ns, prt_now_ns(), memory_order_relaxed);
     if (defer && (*ready & 5) == 1)
         udp_defer_acks(u, g, touched, nt);
     else
         udp_ack_touched(u, g, touched, nt);
     return work;
+}
+
+/* Packets a pass may send to peer r. While the engine thread sends a bulk
+ * transfer to r beside an application thread (udp_tx_help) and bulk data
+ * arrives too (an exchange: placed data within UDP_HANDOFF_NS), the
+ * caller's passes leave the sending to it and keep to receiving, timers and
+ * ACKs: one thread per direction. (Both sending, the caller spent most of its
+ * time in the kernel's send path while its receiving waited; 2 hosts x 1
+ * rank on 16 cores, alltoall 16 MiB: 7.8-8.8 -> 5.9-7.8 ms.) A caller with
+ * nothing arriving sends beside the engine thread: a one-way stream then
+ * has two sending threads. */
+static int udp_tx_budget(const udp_t *u, int r, int defer, uint64_t now)
+{
+    if (defer && u->tx_help &&
+        atomic_load_explicit(&u->peers[r].bulk_hint, memory_order_relaxed) &&
+        now - atomic_load_explicit(&u->rx_bulk_ns, memory_order_relaxed) < UDP_HANDOFF_NS)
+        return 0;
+    return UDP_TX_BUDGET;
 }
 
 /* One run of engine g's share of the datapath: the ACKs the last caller
@@ -960,7 +1032,7 @@ static int udp_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
     atomic_store_explicit(&g->rx_ns, now, memory_order_relaxed);
     for (int r = g->id; r < u->job->size; r += u->neng)
         if (u->peers[r].up)
-            work += udp_tx_peer(u, g, g->txb, r, now);
+            work += udp_tx_peer(u, g, g->txb, r, now, udp_tx_budget(u, r, defer, now));
     if (*ready & 1)
         atomic_store(&u->rx_ready, 1);
     return work;
@@ -1046,14 +1118,23 @@ static void *udp_engine_main(void *arg)
     while (!atomic_load(&u->stop)) {
         int work, ready = 0;
         uint64_t now = prt_now_ns();
-        if (now - atomic_load_explicit(&u->caller_ns, memory_order_relaxed) < UDP_HANDOFF_NS) {
-            if (!u->tx_help || !udp_tx_help(u, g))
+        int caller = now - atomic_load_explicit(&u->caller_ns, memory_order_relaxed) < UDP_HANDOFF_NS;
+        /* A caller that polled lately, or one in a pass or a send now (a
+         * pass that drains a full socket outlasts UDP_HANDOFF_NS), drives:
+         * the engine helps send, or stands by, or (the lock held a moment)
+         * yields; it never sleeps on the drive lock (in a bulk exchange
+         * both ways it sat there half the time instead of sending). */
+        if (caller || pthread_mutex_trylock(&g->drive) != 0) {
+            if (u->tx_help && udp_tx_help(u, g))
+                ;
+            else if (caller)
                 udp_engine_stand_by(g);
+            else
+                sched_yield();
             udp_ack_overdue(u, g);
             idle_since = 0;
             continue;
         }
-        pthread_mutex_lock(&g->drive);
         work = udp_pass(u, g, &ready, 0);
         pthread_mutex_unlock(&g->drive);
         if (ready & 3)
@@ -1099,7 +1180,7 @@ static void udp_send_drive(udp_t *u, udp_engine_t *g, int dst)
     uint64_t now = prt_now_ns();
     int ready = 0;
     if (now - atomic_load_explicit(&g->rx_ns, memory_order_relaxed) < UDP_SEND_RX_NS) {
-        udp_tx_peer(u, g, g->txb, dst, now);
+        udp_tx_peer(u, g, g->txb, dst, now, UDP_TX_BUDGET);
         return;
     }
     udp_count(&u->st_send_rx);
@@ -1263,6 +1344,11 @@ static void udp_unexpose(ptl_tl_t *tl, int peer, uint64_t id)
             break;
         }
     pthread_mutex_unlock(&p->lock);
+    /* A receive pass may be copying into it unlocked (udp_rx_done): the
+     * buffer goes back to its owner only after that copy. No new one can
+     * start: regions are looked up under the lock. */
+    while (atomic_load(&p->copying))
+        sched_yield();
 }
 
 static size_t udp_max_frame(ptl_tl_t *tl)
@@ -1331,13 +1417,14 @@ static void udp_rx_free(ptl_tl_t *tl, int peer, void *handle)
 static int udp_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
 {
     udp_t *u = udp_of(tl);
+    int work = 0;
     atomic_store_explicit(&u->caller_ns, prt_now_ns(), memory_order_relaxed);
     for (int e = 0; e < u->neng; e++)
-        udp_drive(u, e, 1);
+        work += udp_drive(u, e, 1);
     /* No second pass after delivering: the receive space it frees goes out
      * with the next ACK (one more syscall per message on the latency path
      * bought nothing: windows are far larger than a message or two). */
-    return udp_deliver(u, rx, ctx);
+    return work + udp_deliver(u, rx, ctx);
 }
 
 static int udp_peer_alive(ptl_tl_t *tl, int peer)
@@ -1425,7 +1512,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
         return;
     fprintf(f, "plait udp stats, rank %d: %d paths, %d engine(s), tx help %s, cc %s, lb %s, "
             "gso %s; datapath syscalls %llu, engine sleeps %llu, messages kept unexpected %llu, "
-            "receive passes run by sends %llu, packets refused by a full socket buffer %llu\n",
+            "receive passes run by sends %llu, packets refused by a full socket buffer %llu, "
+            "packets the engine thread sent beside a caller %llu\n",
             u->job->rank, u->npaths,
             u->neng, u->tx_help ? "on" : "off", udp_cc_names[u->cfg.cc],
             udp_lb_names[u->cfg.lb], atomic_load(&u->gso) ? "on" : "off",
@@ -1433,7 +1521,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
             (unsigned long long)atomic_load(&u->st_sleeps),
             (unsigned long long)atomic_load(&u->st_kept),
             (unsigned long long)atomic_load(&u->st_send_rx),
-            (unsigned long long)atomic_load(&u->st_sndbuf));
+            (unsigned long long)atomic_load(&u->st_sndbuf),
+            (unsigned long long)atomic_load(&u->st_helped));
     for (int r = 0; r < u->job->size; r++) {
         udp_peer_t *p = &u->peers[r];
         pp_stats_t s;
