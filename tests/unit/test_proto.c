@@ -662,6 +662,17 @@ static void *place_in_region(void *arg, uint64_t id, uint64_t off, size_t *len)
     return r->buf + off;
 }
 
+/* Two connections whose receiver places into rg (id 77). */
+static void placed_net_init(net_t *n, region_t *rg)
+{
+    pp_cfg_t a, b;
+    net_cfg(&a, 0, 5, 6);
+    net_cfg(&b, 1, 5, 6);
+    b.place = place_in_region;
+    b.place_arg = rg;
+    net_init(n, &a, &b);
+}
+
 /* Placed messages: the payload lands in the exposed region at its offset
  * (under loss and reordering), the delivered message holds the header only,
  * and bytes outside the region are discarded, never written. */
@@ -674,11 +685,7 @@ static void t_placed(void)
     int permille = 30, bad = 0, steps = 0, got = 0;
     size_t parts[3] = {100000, 150000, 50000}, off = 0;
     pp_msg_t *m;
-    net_cfg(&a, 0, 5, 6);
-    net_cfg(&b, 1, 5, 6);
-    b.place = place_in_region;
-    b.place_arg = &rg;
-    net_init(n, &a, &b);
+    placed_net_init(n, &rg);
     n->filter = f_random_loss;
     n->arg = &permille;
     n->reverse = 1;
@@ -732,7 +739,6 @@ static void t_placed(void)
 static void t_placed_deferred(void)
 {
     net_t *n = malloc(sizeof *n);
-    pp_cfg_t a, b;
     region_t rg = {calloc(1, 8192), 8000};
     uint8_t src[5000], hdr[8] = {8, 7, 6, 5, 4, 3, 2, 1}, pkt[8][1100], zero[1100] = {0};
     size_t plen[8];
@@ -741,11 +747,7 @@ static void t_placed_deferred(void)
     pp_msg_t *m;
     int np = 0, queued_unwritten = 1;
     uint32_t nq;
-    net_cfg(&a, 0, 5, 6);
-    net_cfg(&b, 1, 5, 6);
-    b.place = place_in_region;
-    b.place_arg = &rg;
-    net_init(n, &a, &b);
+    placed_net_init(n, &rg);
     msg_fill(src, sizeof src, 5, 3);
     pp_send_placed(&n->c[0], hdr, 8, src, sizeof src, 77, 100);
     while (np < 8 && pp_tx_next(&n->c[0], n->now, &o) == 1) {
@@ -793,18 +795,13 @@ static void t_placed_deferred(void)
 static void t_placed_fields(void)
 {
     net_t *n = malloc(sizeof *n);
-    pp_cfg_t a, b;
     region_t rg = {calloc(1, 8192), 8000};
     uint8_t *snap = malloc(8192), src[3000], hdr[8] = {1, 2, 3, 4, 5, 6, 7, 8}, pkt[2][1100];
     size_t plen[2] = {0, 0};
     pp_out_t o;
     pp_msg_t *m;
     int ok = 1, got = 0;
-    net_cfg(&a, 0, 5, 6);
-    net_cfg(&b, 1, 5, 6);
-    b.place = place_in_region;
-    b.place_arg = &rg;
-    net_init(n, &a, &b);
+    placed_net_init(n, &rg);
     msg_fill(src, sizeof src, 4, 2);
     TAP_OK(pp_send_placed(&n->c[0], hdr, 8, src, 100, 77, (uint64_t)UINT32_MAX + 1) == -1,
            "placed fields: a region offset beyond 32 bits is refused (the datapath sends "
