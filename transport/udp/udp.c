@@ -28,12 +28,11 @@
  * of its own (udp_tx_help, PLAIT_UDP_TX_HELP), and where bulk data arrives
  * too the caller's passes leave the sending to it (udp_tx_budget): a sender
  * spends most of its time in the kernel's copy and in the path to the peer's
- * socket, and in an exchange the caller receives meanwhile, so each
- * direction gets a core. Packets go to the
- * kernel with the peer unlocked and its connection pinned (pp_tx_pin), and a
- * receive pass copies placed payloads into the user's buffer with the peer
- * unlocked (pp_rx_copy_defer), so sending and receiving one connection
- * overlap.
+ * socket, and in an exchange the caller receives meanwhile, so each direction
+ * gets a core. Packets go to the kernel with the peer unlocked and its
+ * connection pinned (pp_tx_pin), and a receive pass copies placed payloads
+ * into the user's buffer with the peer unlocked (pp_rx_copy_defer), so
+ * sending and receiving one connection overlap.
  *
  * Locks: each peer's pp_conn_t (and its exposed receive regions) is guarded by
  * the peer's mutex; an engine's scratch buffers by its drive lock (but txh,
@@ -759,10 +758,9 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
  * when a frame of UDP_HELP_MIN bytes or more is queued, it lasts while
  * anything is left to send, lost packets included, so the engine thread,
  * once helping, finishes it (in an exchange it sends alone: udp_tx_budget).
- * (Two threads sending one
- * stream of 32 KiB messages used to reorder it into spurious fast
- * retransmissions; since pp_tx_pin holds the paths of a batch, one thread's
- * packets on a path never overtake another's.) */
+ * (Two threads sending one stream of 32 KiB messages used to reorder it into
+ * spurious fast retransmissions; since pp_tx_pin holds the paths of a batch,
+ * one thread's packets on a path never overtake another's.) */
 static int udp_bulk(const pp_conn_t *c)
 {
     return c->tx_unsent > 0 || c->nlost;
@@ -944,8 +942,9 @@ static size_t udp_gro_size(struct msghdr *h)
  * UDP_ACK_BYTES have arrived since the last ones: a pass can drain megabytes
  * (a bulk exchange both ways lets the socket fill while its thread sends),
  * and ACKs held for all of it made the peer's timers fire on packets that
- * had arrived (2 hosts x 1 rank, alltoall 16 MiB: 104-144 spurious timeouts
- * in 25 calls, which raised the peer's RTO floor to 2-4 ms). */
+ * had arrived (2 hosts x 1 rank, alltoall 16 MiB, 25 calls: 104-144
+ * spurious timeouts, which raised the peer's RTO floor to 2-4 ms; 8-16 with
+ * this and the changes of udp_tx_budget). */
 static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt, int *ready)
 {
     udp_rxb_t *r = g->rxb;
@@ -1006,10 +1005,11 @@ static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
  * arrives too (an exchange: placed data within UDP_HANDOFF_NS), the
  * caller's passes leave the sending to it and keep to receiving, timers and
  * ACKs: one thread per direction. (Both sending, the caller spent most of its
- * time in the kernel's send path while its receiving waited; 2 hosts x 1
- * rank on 16 cores, alltoall 16 MiB: 7.8-8.8 -> 5.9-7.8 ms.) A caller with
- * nothing arriving sends beside the engine thread: a one-way stream then
- * has two sending threads. */
+ * time in the kernel's send path while its receiving waited: 2 hosts x 1
+ * rank on 16 cores, alltoall 16 MiB, 2 s of rank 0: the caller 742 ms in
+ * sendmmsg, the engine thread 87; now 435 and 500.) A caller with nothing
+ * arriving sends beside the engine thread: a one-way stream then has two
+ * sending threads. */
 static int udp_tx_budget(const udp_t *u, int r, int defer, uint64_t now)
 {
     if (defer && u->tx_help &&
@@ -1125,12 +1125,12 @@ static void *udp_engine_main(void *arg)
          * yields; it never sleeps on the drive lock (in a bulk exchange
          * both ways it sat there half the time instead of sending). */
         if (caller || pthread_mutex_trylock(&g->drive) != 0) {
-            if (u->tx_help && udp_tx_help(u, g))
-                ;
-            else if (caller)
-                udp_engine_stand_by(g);
-            else
-                sched_yield();
+            if (!u->tx_help || !udp_tx_help(u, g)) {
+                if (caller)
+                    udp_engine_stand_by(g);
+                else
+                    sched_yield();
+            }
             udp_ack_overdue(u, g);
             idle_since = 0;
             continue;
