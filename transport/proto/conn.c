@@ -839,6 +839,21 @@ static void detect_dup_loss(pp_conn_t *c, uint64_t now)
     }
 }
 
+/* 1 when the n bytes at b are all zero (eight at a time: an ACK's bitmap is
+ * 1 KB, checked on every ACK). */
+static int bytes_zero(const uint8_t *b, size_t n)
+{
+    uint64_t any = 0, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, b + i, sizeof w);
+        any |= w;
+    }
+    for (; i < n; i++)
+        any |= b[i];
+    return any == 0;
+}
+
 /* Checks the ACK's claims against what was sent: nothing at or beyond
  * snd_nxt (sack: its bitmap, NULL when it has none). */
 static int ack_valid(const pp_conn_t *c, const pp_ack_t *a, const uint8_t *sack)
@@ -855,10 +870,7 @@ static int ack_valid(const pp_conn_t *c, const pp_ack_t *a, const uint8_t *sack)
         return 1;
     if (sack[span / 8] >> (span % 8))          /* the partial byte, then whole ones */
         return 0;
-    for (int i = span / 8 + 1; i < PP_WIN / 8; i++)
-        if (sack[i])
-            return 0;
-    return 1;
+    return bytes_zero(sack + span / 8 + 1, PP_WIN / 8 - (size_t)(span / 8 + 1));
 }
 
 /* The peer received duplicates: some retransmissions were needless. When
@@ -913,6 +925,42 @@ static void rate_sample(pp_conn_t *c, uint64_t now, uint32_t acked)
 /* An ACK: a's fields before the bitmap (PP_ACK_SHORT bytes) are read; the
  * bitmap is sack, NULL for an ACK without one (short, or riding on data),
  * so those cost neither a copy nor a scan of PP_WIN bits. */
+/* The packets an ACK's bitmap (bit i: PSN cum + 1 + i) reports arrived that
+ * were not known to have: bytes newly acknowledged. The set bits are found
+ * eight bytes at a time: a bitmap mostly of zeros (or of a few packets past a
+ * hole) costs a pass over 128 words, not a step per PSN in flight. */
+static uint32_t rx_sack(pp_conn_t *c, uint64_t now, uint32_t cum, const uint8_t *sack)
+{
+    uint32_t acked = 0;
+    int32_t span = sdiff(c->snd_nxt, cum + 1);   /* bits that may name a packet sent */
+    if (span > PP_WIN)
+        span = PP_WIN;
+    for (int w = 0; w * 64 < span; w++) {
+        uint64_t v;
+        memcpy(&v, sack + w * 8, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap64(v);   /* bit k of the word is bit k % 8 of byte k / 8 */
+#endif
+        while (v) {
+            int i = w * 64 + __builtin_ctzll(v);
+            uint32_t psn = cum + 1 + (uint32_t)i;
+            pp_pkt_t *p = &c->pk[psn % PP_WIN];
+            v &= v - 1;
+            if (i >= span)
+                break;
+            if (p->state == PP_PK_SACKED)
+                continue;
+            if (!c->have_sack || sdiff(psn, c->highest_sacked) > 0) {
+                c->highest_sacked = psn;
+                c->hs_sent_ns = p->sent_ns;
+                c->have_sack = 1;
+            }
+            acked += pkt_acked(c, p, 1, now);
+        }
+    }
+    return acked;
+}
+
 static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a, const uint8_t *sack)
 {
     pp_ack_info_t info = {.now = now, .path = -1};
@@ -926,23 +974,8 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a, const uint8_t 
     if (sdiff(a->cum, c->snd_una) >= 0) {
         for (; sdiff(a->cum, c->snd_una) > 0; c->snd_una++)
             acked += pkt_acked(c, &c->pk[c->snd_una % PP_WIN], 0, now);
-        for (int i = 0; sack && i < PP_WIN && sdiff(c->snd_nxt, a->cum + 1 + (uint32_t)i) > 0;
-             i++) {
-            uint32_t psn = a->cum + 1 + (uint32_t)i;
-            pp_pkt_t *p = &c->pk[psn % PP_WIN];
-            if (i % 8 == 0 && !sack[i / 8]) {   /* skip empty bytes whole */
-                i += 7;
-                continue;
-            }
-            if (!(sack[i / 8] & (1u << (i % 8))) || p->state == PP_PK_SACKED)
-                continue;
-            if (!c->have_sack || sdiff(psn, c->highest_sacked) > 0) {
-                c->highest_sacked = psn;
-                c->hs_sent_ns = p->sent_ns;
-                c->have_sack = 1;
-            }
-            acked += pkt_acked(c, p, 1, now);
-        }
+        if (sack)
+            acked += rx_sack(c, now, a->cum, sack);
         c->rwnd = a->rwnd;
         c->rwnd_ns = now;
     }
