@@ -839,6 +839,18 @@ static void detect_dup_loss(pp_conn_t *c, uint64_t now)
     }
 }
 
+/* Word w of a bitmap whose bit i is bit i % 8 of byte i / 8: bit k of the
+ * result is bit w * 64 + k, on either byte order. */
+static inline uint64_t bits_word(const uint8_t *b, int w)
+{
+    uint64_t v;
+    memcpy(&v, b + (size_t)w * 8, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
 /* 1 when the n bytes at b are all zero (eight at a time: an ACK's bitmap is
  * 1 KB, checked on every ACK). */
 static int bytes_zero(const uint8_t *b, size_t n)
@@ -936,11 +948,7 @@ static uint32_t rx_sack(pp_conn_t *c, uint64_t now, uint32_t cum, const uint8_t 
     if (span > PP_WIN)
         span = PP_WIN;
     for (int w = 0; w * 64 < span; w++) {
-        uint64_t v;
-        memcpy(&v, sack + w * 8, sizeof v);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        v = __builtin_bswap64(v);   /* bit k of the word is bit k % 8 of byte k / 8 */
-#endif
+        uint64_t v = bits_word(sack, w);
         while (v) {
             int i = w * 64 + __builtin_ctzll(v);
             uint32_t psn = cum + 1 + (uint32_t)i;
@@ -1385,11 +1393,7 @@ static int sack_fill(const pp_conn_t *c, uint32_t cum, uint8_t *sack)
     uint32_t left = c->rcv_ahead;   /* bits set in rcv_bits: stop once all are found */
     int any = 0;
     for (int w = 0; left && w < PP_WIN / 64; w++) {
-        uint64_t v;
-        memcpy(&v, c->rcv_bits + w * 8, sizeof v);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        v = __builtin_bswap64(v);   /* bit k of the word is bit k % 8 of byte k / 8 */
-#endif
+        uint64_t v = bits_word(c->rcv_bits, w);
         while (v) {
             uint32_t idx = (uint32_t)(w * 64 + __builtin_ctzll(v));
             uint32_t i = (idx - (cum + 1)) % PP_WIN;   /* PP_WIN divides 2^32 */
