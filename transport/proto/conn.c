@@ -934,9 +934,6 @@ static void rate_sample(pp_conn_t *c, uint64_t now, uint32_t acked)
         c->rate_start_ns = 0;
 }
 
-/* An ACK: a's fields before the bitmap (PP_ACK_SHORT bytes) are read; the
- * bitmap is sack, NULL for an ACK without one (short, or riding on data),
- * so those cost neither a copy nor a scan of PP_WIN bits. */
 /* The packets an ACK's bitmap (bit i: PSN cum + 1 + i) reports arrived that
  * were not known to have: bytes newly acknowledged. The set bits are found
  * eight bytes at a time: a bitmap mostly of zeros (or of a few packets past a
@@ -969,6 +966,9 @@ static uint32_t rx_sack(pp_conn_t *c, uint64_t now, uint32_t cum, const uint8_t 
     return acked;
 }
 
+/* An ACK: a's fields before the bitmap (PP_ACK_SHORT bytes) are read; the
+ * bitmap is sack, NULL for an ACK without one (short, or riding on data),
+ * so those cost neither a copy nor a scan of PP_WIN bits. */
 static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a, const uint8_t *sack)
 {
     pp_ack_info_t info = {.now = now, .path = -1};
@@ -1465,7 +1465,7 @@ void pp_rx_copy_done(pp_conn_t *c, uint32_t n)
 pp_msg_t *pp_deliver(pp_conn_t *c)
 {
     pp_msg_t **slot = &c->rmsg[c->rcv_msg % PP_WIN], *m = *slot;
-    if (!m || m->id != c->rcv_msg || m->got != m->len || c->copies_out)
+    if (!pp_deliver_ready(c))
         return NULL;
     *slot = NULL;
     c->rcv_msg++;

@@ -991,8 +991,6 @@ static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 {
     int touched[UDP_TOUCH], nt = 0;
     int work = udp_rx_sock(u, g, u->fds[g->id], touched, &nt, ready);
-    if (*ready & 4)
-        atomic_store_explicit(&u->rx_bulk_ns, prt_now_ns(), memory_order_relaxed);
     if (defer && (*ready & 5) == 1)
         udp_defer_acks(u, g, touched, nt);
     else
@@ -1030,6 +1028,8 @@ static int udp_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
     work = udp_rx_pass(u, g, ready, defer);
     now = prt_now_ns();
     atomic_store_explicit(&g->rx_ns, now, memory_order_relaxed);
+    if (*ready & 4)   /* placed (bulk) data came in: udp_tx_budget */
+        atomic_store_explicit(&u->rx_bulk_ns, now, memory_order_relaxed);
     for (int r = g->id; r < u->job->size; r += u->neng)
         if (u->peers[r].up)
             work += udp_tx_peer(u, g, g->txb, r, now, udp_tx_budget(u, r, defer, now));
