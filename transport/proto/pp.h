@@ -387,6 +387,8 @@ typedef struct {
     uint64_t qrtt_ns;         /* smoothed send-to-ack time of its packets (every ACK, any
                                * packet: includes the path's queue), 0 before a sample */
     uint64_t qvar_ns;         /* its mean deviation: the path's own RTO is qrtt + 4 qvar */
+    uint64_t qmax_ns;         /* its largest recent send-to-ack time (each sample: the
+                               * larger of it and qmax less 1/64): see path_rto */
     /* Per-path window (LB pwin): loss on this path shrinks this path only. */
     double   cwnd, ssthresh;  /* bytes */
     uint64_t cut_ns;          /* last cut: at most one per path RTT */
