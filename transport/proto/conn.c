@@ -1087,6 +1087,13 @@ int pp_poll(pp_conn_t *c, uint64_t now)
         uint64_t limit;
         if (p->state != PP_PK_INFLIGHT && p->state != PP_PK_LOST)
             continue;
+        /* Every packet's limit is at least rto, and send times grow with
+         * the PSN past a packet never resent: from the first such packet
+         * younger than rto on, none can time out (nor give up: first send
+         * times grow too). The scan stops there rather than walk the
+         * window (8192 packets) every rto_min / 4. */
+        if (!p->retx && now - p->sent_ns < rto)
+            break;
         limit = path_rto(c, p->path, rto) << (p->retx < 8 ? p->retx : 8);
         if (now - p->first_ns > c->cfg.give_up_ns) {
             c->failed = 1;
