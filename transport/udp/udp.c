@@ -79,6 +79,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/udp/share.h"
 #include "transport/udp/udp.h"
 #include "transport/proto/pp.h"
 
@@ -163,11 +164,6 @@ typedef struct {
     int            nrun;
 } udp_rxb_t;
 
-/* Placement copies a caller's pass shares with the engine thread
- * (udp_copy_split): IDLE -> POSTED (the caller) -> TAKEN (whichever thread
- * claims it first) -> DONE (the engine thread) or IDLE (the caller). */
-enum { UDP_JOB_IDLE, UDP_JOB_POSTED, UDP_JOB_TAKEN, UDP_JOB_DONE };
-
 /* An engine: a share of the sockets (i % E == id) and peers (r % E == id).
  * Whoever holds drive (the engine thread, or an application thread inside
  * send / progress) runs that share and uses its scratch. */
@@ -187,10 +183,7 @@ typedef struct {
     udp_txb_t      *txh;                     /* the engine thread's own, for udp_tx_help */
     udp_rxb_t      *rxb;
     int             rx_vlen;                 /* datagrams per recvmmsg (udp_rx_vlen), under drive */
-    _Atomic int     job;                     /* UDP_JOB_*: the copies at job_q shared */
-    _Atomic uint64_t job_ns;                 /* the last one was posted */
-    const pp_copy_t *job_q;
-    uint32_t        job_n;
+    udp_share_t     share;                   /* copies a caller shares with the thread */
     pthread_t       thread;
     int             started;
 } udp_engine_t;
@@ -222,7 +215,6 @@ struct udp {
     _Atomic uint64_t st_send_rx;             /* receive passes a send ran (udp_send_drive) */
     _Atomic uint64_t st_sndbuf;              /* packets the kernel refused (socket buffer full) */
     _Atomic uint64_t st_helped;              /* packets the engine sent beside a caller (udp_tx_help) */
-    _Atomic uint64_t st_copied;              /* placement copies it made for a caller (udp_copy_split) */
     _Atomic uint64_t drops[PP_DROP_N];       /* packets no connection could take */
 };
 
@@ -869,24 +861,10 @@ static void udp_defer_acks(udp_t *u, udp_engine_t *g, const int *touched, int nt
         udp_kick(u, g->id);
 }
 
-static void udp_copy(const pp_copy_t *q, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        memcpy(q[i].dst, q[i].src, q[i].len);
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-#define udp_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define udp_relax() __asm__ __volatile__("yield")
-#else
-#define udp_relax() ((void)0)
-#endif
-
 /* Makes a receive batch's placement copies q[0..n), sharing them with
- * engine g's thread when a caller drives: it posts the second half, makes
- * the first, then takes the second back unless the engine thread already
- * claimed it (then it waits for it to finish: a few tens of us). A thread
+ * engine g's thread when a caller drives (share.h: the caller posts the
+ * second half, makes the first, and takes the second back unless the
+ * engine thread claimed it; then it waits a few tens of us). A thread
  * that was asleep or busy sending costs nothing: the caller copies alone.
  * A one-way stream is bound by its receiving thread, which makes two
  * copies of every byte (the kernel's into the batch, this one into the
@@ -898,38 +876,13 @@ static void udp_copy(const pp_copy_t *q, uint32_t n)
 static void udp_copy_split(udp_t *u, udp_engine_t *g, const pp_copy_t *q, uint32_t n)
 {
     uint32_t h = n / 2;
-    int st = UDP_JOB_POSTED;
     if (n < UDP_SPLIT_MIN || !u->tx_help || !g->started || pthread_equal(pthread_self(), g->thread)) {
-        udp_copy(q, n);
+        udp_share_copies(q, n);
         return;
     }
-    g->job_q = q + h;
-    g->job_n = n - h;
-    atomic_store_explicit(&g->job_ns, prt_now_ns(), memory_order_relaxed);
-    atomic_store_explicit(&g->job, UDP_JOB_POSTED, memory_order_release);
+    udp_share_post(&g->share, q + h, n - h, prt_now_ns());
     udp_kick(u, g->id);   /* (a system call only when the thread sleeps) */
-    udp_copy(q, h);
-    if (atomic_compare_exchange_strong_explicit(&g->job, &st, UDP_JOB_TAKEN, memory_order_acquire,
-                                                memory_order_relaxed))
-        udp_copy(q + h, n - h);
-    else
-        while (atomic_load_explicit(&g->job, memory_order_acquire) != UDP_JOB_DONE)
-            udp_relax();
-    atomic_store_explicit(&g->job, UDP_JOB_IDLE, memory_order_relaxed);
-}
-
-/* The engine thread's side of udp_copy_split: makes a posted half. */
-static int udp_copy_help(udp_t *u, udp_engine_t *g)
-{
-    int st = UDP_JOB_POSTED;
-    if (atomic_load_explicit(&g->job, memory_order_relaxed) != UDP_JOB_POSTED ||
-        !atomic_compare_exchange_strong_explicit(&g->job, &st, UDP_JOB_TAKEN, memory_order_acquire,
-                                                 memory_order_relaxed))
-        return 0;
-    udp_copy(g->job_q, g->job_n);
-    atomic_fetch_add_explicit(&u->st_copied, g->job_n, memory_order_relaxed);
-    atomic_store_explicit(&g->job, UDP_JOB_DONE, memory_order_release);
-    return 1;
+    udp_share_finish(&g->share, q, h);
 }
 
 /* Makes the placement copies the batch's packets left (udp_rx_done), with
@@ -974,7 +927,7 @@ static void udp_rx_done(udp_t *u, udp_engine_t *g, udp_peer_t *p, int acks, int 
     } else if (n) {   /* no run left (a datagram naming many peers): made now */
         atomic_fetch_add(&p->copying, 1);
         pthread_mutex_unlock(&p->lock);
-        udp_copy(r->copies + r->ncopy, n);
+        udp_share_copies(r->copies + r->ncopy, n);
         atomic_fetch_sub(&p->copying, 1);
         pthread_mutex_lock(&p->lock);
         pp_rx_copy_done(&p->conn, n);
@@ -1278,10 +1231,9 @@ static void *udp_engine_main(void *arg)
              * beside a caller that receives 128 KiB messages cost 256 KiB
              * alltoalls 111 -> 150 us (2 x 1 ranks, 16-core machine). */
             if (!u->tx_help || !udp_tx_help(u, g)) {
-                if (udp_copy_help(u, g))
+                if (udp_share_help(&g->share))
                     continue;
-                if (caller && now - atomic_load_explicit(&g->job_ns, memory_order_relaxed) >=
-                                  UDP_HANDOFF_NS)
+                if (caller && !udp_share_recent(&g->share, now, UDP_HANDOFF_NS))
                     udp_engine_stand_by(g);
                 else
                     sched_yield();
@@ -1663,8 +1615,11 @@ static void udp_fini(ptl_tl_t *tl)
 void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
 {
     udp_t *u = udp_of(tl);
+    unsigned long long copied = 0;
     if (!u || !u->peers)
         return;
+    for (int e = 0; e < u->neng; e++)
+        copied += atomic_load(&u->eng[e].share.helped);
     fprintf(f, "plait udp stats, rank %d: %d paths, %d engine(s), tx help %s, cc %s, lb %s, "
             "gso %s; datapath syscalls %llu, engine sleeps %llu, messages kept unexpected %llu, "
             "receive passes run by sends %llu, packets refused by a full socket buffer %llu, "
@@ -1678,8 +1633,7 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
             (unsigned long long)atomic_load(&u->st_kept),
             (unsigned long long)atomic_load(&u->st_send_rx),
             (unsigned long long)atomic_load(&u->st_sndbuf),
-            (unsigned long long)atomic_load(&u->st_helped),
-            (unsigned long long)atomic_load(&u->st_copied));
+            (unsigned long long)atomic_load(&u->st_helped), copied);
     for (int r = 0; r < u->job->size; r++) {
         udp_peer_t *p = &u->peers[r];
         pp_stats_t s;
