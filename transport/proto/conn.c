@@ -13,6 +13,35 @@
 /* Signed distance a - b in PSN / message-id space (both wrap at 2^32). */
 static inline int32_t sdiff(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
 
+/* The in-flight index (infl_bits): set when a packet goes out or is resent,
+ * cleared when it is acknowledged or marked lost, by PP_WIN slot. */
+static inline void infl_set(pp_conn_t *c, uint32_t slot)
+{
+    c->infl_bits[slot % PP_WIN / 64] |= 1ull << (slot % 64);
+}
+
+static inline void infl_clr(pp_conn_t *c, uint32_t slot)
+{
+    c->infl_bits[slot % PP_WIN / 64] &= ~(1ull << (slot % 64));
+}
+
+/* The first PSN in [psn, end) whose packet is in flight, or end: a word
+ * of the index at a time (in a window of thousands of SACKed packets after
+ * a hole, a slow path's few in flight are found without visiting the rest). */
+static uint32_t next_inflight(const pp_conn_t *c, uint32_t psn, uint32_t end)
+{
+    while (sdiff(end, psn) > 0) {
+        uint32_t slot = psn % PP_WIN;
+        uint64_t w = c->infl_bits[slot / 64] >> (slot % 64);
+        if (w) {
+            psn += (uint32_t)__builtin_ctzll(w);
+            return sdiff(end, psn) > 0 ? psn : end;
+        }
+        psn += 64 - slot % 64;
+    }
+    return end;
+}
+
 static const char *const drop_names[PP_DROP_N] = {
     "truncated", "not-plait", "foreign-job-or-wrong-dst", "wrong-conn", "stale-epoch",
     "out-of-window", "out-of-bounds", "inconsistent", "no-buffer", "bad-ack", "duplicate"};
@@ -480,6 +509,7 @@ static int tx_retransmit(pp_conn_t *c, uint64_t now, pp_out_t *out)
             path = (path + 1) % (int)c->cfg.npaths;
         p->path = (uint16_t)path;
         p->state = PP_PK_INFLIGHT;
+        infl_set(c, psn);
         p->retx++;
         p->sent_ns = now;
         c->inflight += p->len;
@@ -644,6 +674,7 @@ int pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     p->len = (uint16_t)len;
     p->path = (uint16_t)c->chunk_path;
     p->state = PP_PK_INFLIGHT;
+    infl_set(c, c->snd_nxt);
     p->sent_ns = p->first_ns = now;
     m->queued += len;
     c->tx_unsent -= len;
@@ -734,6 +765,7 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
         return 0;
     }
     if (p->state == PP_PK_INFLIGHT) {
+        infl_clr(c, (uint32_t)(p - c->pk));
         c->inflight -= len;
         pa->inflight -= len;
         if (!p->retx && now >= p->sent_ns) {   /* unambiguous: a queue-delay sample */
@@ -790,6 +822,7 @@ static void rtt_sample(pp_conn_t *c, int path, uint64_t rtt)
 static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint64_t now)
 {
     p->state = PP_PK_LOST;
+    infl_clr(c, psn);
     c->inflight -= p->len;
     c->paths[p->path].inflight -= p->len;
     c->lost_bytes += p->len;
@@ -823,12 +856,11 @@ static void detect_dup_loss(pp_conn_t *c, uint64_t now)
     uint32_t psn;
     if (!c->have_sack)
         return;
-    for (psn = c->snd_una; sdiff(c->highest_sacked, psn) > 0; psn++) {
+    for (psn = next_inflight(c, c->snd_una, c->highest_sacked); sdiff(c->highest_sacked, psn) > 0;
+         psn = next_inflight(c, psn + 1, c->highest_sacked)) {
         pp_pkt_t *p = &c->pk[psn % PP_WIN];
         const pp_path_t *pa;
         uint64_t prtt;
-        if (p->state != PP_PK_INFLIGHT)
-            continue;
         pa = &c->paths[p->path];
         prtt = pa->st.srtt_ns ? pa->st.srtt_ns : c->srtt_ns;
         if (pa->qrtt_ns && 2 * prtt < pa->qrtt_ns + 4 * pa->qvar_ns)
