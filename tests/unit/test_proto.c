@@ -991,8 +991,10 @@ static void t_spurious_rto(void)
 
 /* Per-path RTO: a packet on a path whose send-to-ACK time is long (a slow
  * path's full queue) is not timed out at the connection's short RTO, while
- * the same packet on a path with no such history is. */
-static int path_rto_fired(uint64_t qrtt_ns, uint64_t after_ns)
+ * the same packet on a path with no such history is; nor before twice the
+ * longest send-to-ACK time the path showed lately (qmax), when its smoothed
+ * figure has fallen behind a queue that filled. */
+static int path_rto_fired_q(uint64_t qrtt_ns, uint64_t qmax_ns, uint64_t after_ns)
 {
     pp_conn_t c;
     pp_cfg_t cfg;
@@ -1006,10 +1008,16 @@ static int path_rto_fired(uint64_t qrtt_ns, uint64_t after_ns)
         ;
     c.paths[c.pk[1 % PP_WIN].path].qrtt_ns = qrtt_ns;
     c.paths[c.pk[1 % PP_WIN].path].qvar_ns = qrtt_ns / 8;
+    c.paths[c.pk[1 % PP_WIN].path].qmax_ns = qmax_ns;
     pp_poll(&c, 1000000 + after_ns);
     fired = c.st.retx_timeout > 0;
     pp_conn_fini(&c);
     return fired;
+}
+
+static int path_rto_fired(uint64_t qrtt_ns, uint64_t after_ns)
+{
+    return path_rto_fired_q(qrtt_ns, 0, after_ns);
 }
 
 static void t_path_rto(void)
@@ -1019,6 +1027,45 @@ static void t_path_rto(void)
     TAP_OK(!path_rto_fired(20000000, 2000000), "path RTO: path with a 20 ms queue, not timed "
            "out after 2 ms");
     TAP_OK(path_rto_fired(20000000, 40000000), "path RTO: that path timed out after 40 ms");
+    TAP_OK(!path_rto_fired_q(2000000, 15000000, 25000000), "path RTO: smoothed 2 ms but 15 ms "
+           "lately: not timed out after 25 ms");
+    TAP_OK(path_rto_fired_q(2000000, 15000000, 35000000), "path RTO: that path timed out after "
+           "35 ms (twice 15 ms)");
+}
+
+/* The sender's in-flight index (infl_bits) against its packet states, at
+ * every packet the network carries; drops 1 in 13 data packets and the
+ * reverse order of delivery (reverse) keeps SACK holes open. */
+static int infl_mismatch;
+static int f_infl_check(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    const pp_conn_t *c = &n->c[0];
+    (void)len;
+    for (uint32_t slot = 0; slot < PP_WIN; slot++) {
+        int bit = (int)(c->infl_bits[slot / 64] >> (slot % 64) & 1);
+        if (bit != (c->pk[slot].state == PP_PK_INFLIGHT))
+            infl_mismatch++;
+    }
+    return from == 0 && PKT_TYPE(p) == PP_T_DATA && seq % 13 == 5 ? NET_DROP : NET_PASS;
+}
+
+static void t_infl_index(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    net_cfg(&a, 0, 31, 32);
+    net_cfg(&b, 1, 31, 32);
+    net_init(n, &a, &b);
+    n->filter = f_infl_check;
+    n->reverse = 1;
+    infl_mismatch = 0;
+    xfer_ok("in-flight index, 1 in 13 dropped, reordered", transfer(n, 40, 64, 1), 40);
+    TAP_OK(infl_mismatch == 0 && n->c[0].st.retx_fast + n->c[0].st.retx_timeout > 0,
+           "in-flight index: matches every packet's state throughout (%d mismatches, %llu "
+           "retransmissions)", infl_mismatch,
+           (unsigned long long)(n->c[0].st.retx_fast + n->c[0].st.retx_timeout));
+    net_fini(n);
+    free(n);
 }
 
 /* Drops every first transmission on path 3 while the first 30 messages go. */
@@ -1845,6 +1892,7 @@ int main(void)
     t_spurious_rto();
     t_path_rto();
     t_pwin_loss();
+    t_infl_index();
     t_pwin_steer();
     t_pwin_chunk_span();
     t_pwin_tail();
