@@ -1033,9 +1033,10 @@ static void t_path_rto(void)
            "35 ms (twice 15 ms)");
 }
 
-/* The sender's in-flight index (infl_bits) against its packet states, at
- * every packet the network carries; drops 1 in 13 data packets and the
- * reverse order of delivery (reverse) keeps SACK holes open. */
+/* The sender's in-flight and SACKed indexes (infl_bits, sack_bits) against
+ * its packet states, at every packet the network carries; drops 1 in 13
+ * data packets and the reverse order of delivery (reverse) keeps SACK holes
+ * open. */
 static int infl_mismatch;
 static int f_infl_check(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
 {
@@ -1043,7 +1044,9 @@ static int f_infl_check(net_t *n, int from, const uint8_t *p, size_t len, uint64
     (void)len;
     for (uint32_t slot = 0; slot < PP_WIN; slot++) {
         int bit = (int)(c->infl_bits[slot / 64] >> (slot % 64) & 1);
-        if (bit != (c->pk[slot].state == PP_PK_INFLIGHT))
+        int sbit = c->sack_bits[slot / 8] >> (slot % 8) & 1;
+        if (bit != (c->pk[slot].state == PP_PK_INFLIGHT) ||
+            sbit != (c->pk[slot].state == PP_PK_SACKED))
             infl_mismatch++;
     }
     return from == 0 && PKT_TYPE(p) == PP_T_DATA && seq % 13 == 5 ? NET_DROP : NET_PASS;
@@ -1061,8 +1064,8 @@ static void t_infl_index(void)
     infl_mismatch = 0;
     xfer_ok("in-flight index, 1 in 13 dropped, reordered", transfer(n, 40, 64, 1), 40);
     TAP_OK(infl_mismatch == 0 && n->c[0].st.retx_fast + n->c[0].st.retx_timeout > 0,
-           "in-flight index: matches every packet's state throughout (%d mismatches, %llu "
-           "retransmissions)", infl_mismatch,
+           "in-flight and SACKed indexes: match every packet's state throughout (%d "
+           "mismatches, %llu retransmissions)", infl_mismatch,
            (unsigned long long)(n->c[0].st.retx_fast + n->c[0].st.retx_timeout));
     net_fini(n);
     free(n);

@@ -25,6 +25,18 @@ static inline void infl_clr(pp_conn_t *c, uint32_t slot)
     c->infl_bits[slot % PP_WIN / 64] &= ~(1ull << (slot % 64));
 }
 
+/* The SACKed index (sack_bits): set when a packet is SACKed, cleared when
+ * the cumulative ACK passes it, by PP_WIN slot. */
+static inline void sack_set(pp_conn_t *c, uint32_t slot)
+{
+    c->sack_bits[slot % PP_WIN / 8] |= (uint8_t)(1u << (slot % 8));
+}
+
+static inline void sack_clr(pp_conn_t *c, uint32_t slot)
+{
+    c->sack_bits[slot % PP_WIN / 8] &= (uint8_t)~(1u << (slot % 8));
+}
+
 /* The first PSN in [psn, end) whose packet is in flight, or end: a word
  * of the index at a time (in a window of thousands of SACKed packets after
  * a hole, a slow path's few in flight are found without visiting the rest). */
@@ -760,8 +772,10 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
     uint32_t len = p->len;
     pp_path_t *pa = &c->paths[p->path];
     if (p->state == PP_PK_FREE || p->state == PP_PK_SACKED) {
-        if (!sacked)
+        if (!sacked) {
             p->state = PP_PK_FREE;
+            sack_clr(c, (uint32_t)(p - c->pk));
+        }
         return 0;
     }
     if (p->state == PP_PK_INFLIGHT) {
@@ -794,6 +808,10 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
     if (!p->retx && p->sent_ns > pa->acked_sent_ns)
         pa->acked_sent_ns = p->sent_ns;
     p->state = sacked ? PP_PK_SACKED : PP_PK_FREE;
+    if (sacked)
+        sack_set(c, (uint32_t)(p - c->pk));
+    else
+        sack_clr(c, (uint32_t)(p - c->pk));
     msg_acked(c, p->msg, len);
     p->msg = NULL;
     return len;
@@ -884,6 +902,26 @@ static inline uint64_t bits_word(const uint8_t *b, int w)
     return v;
 }
 
+/* Stores v as word w of such a bitmap (the inverse of bits_word). */
+static inline void bits_put_word(uint8_t *b, int w, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(b + (size_t)w * 8, &v, sizeof v);
+}
+
+/* Word w of a PP_WIN-bit bitmap indexed by PSN mod PP_WIN (rcv_bits, the
+ * sender's sack_bits), read from PSN base on: bit k of the result is the bit
+ * of PSN base + w * 64 + k. Two words and a shift, not 64 single bits. */
+static inline uint64_t bits_rot_word(const uint8_t *b, uint32_t base, int w)
+{
+    uint32_t s = (base + (uint32_t)w * 64) % PP_WIN, sh = s % 64;
+    int lo = (int)(s / 64), hi = (lo + 1) % (PP_WIN / 64);
+    uint64_t v = bits_word(b, lo) >> sh;
+    return sh ? v | bits_word(b, hi) << (64 - sh) : v;
+}
+
 /* 1 when the n bytes at b are all zero (eight at a time: an ACK's bitmap is
  * 1 KB, checked on every ACK). */
 static int bytes_zero(const uint8_t *b, size_t n)
@@ -970,7 +1008,9 @@ static void rate_sample(pp_conn_t *c, uint64_t now, uint32_t acked)
 /* The packets an ACK's bitmap (bit i: PSN cum + 1 + i) reports arrived that
  * were not known to have: bytes newly acknowledged. The set bits are found
  * eight bytes at a time: a bitmap mostly of zeros (or of a few packets past a
- * hole) costs a pass over 128 words, not a step per PSN in flight. */
+ * hole) costs a pass over 128 words, not a step per PSN in flight; and the
+ * bits of packets SACKed before (sack_bits) are masked off a word at a time,
+ * since every ACK repeats them: behind one hole, thousands per ACK. */
 static uint32_t rx_sack(pp_conn_t *c, uint64_t now, uint32_t cum, const uint8_t *sack)
 {
     uint32_t acked = 0;
@@ -978,7 +1018,7 @@ static uint32_t rx_sack(pp_conn_t *c, uint64_t now, uint32_t cum, const uint8_t 
     if (span > PP_WIN)
         span = PP_WIN;
     for (int w = 0; w * 64 < span; w++) {
-        uint64_t v = bits_word(sack, w);
+        uint64_t v = bits_word(sack, w) & ~bits_rot_word(c->sack_bits, cum + 1, w);
         while (v) {
             int i = w * 64 + __builtin_ctzll(v);
             uint32_t psn = cum + 1 + (uint32_t)i;
@@ -1443,22 +1483,15 @@ void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len)
  * Returns whether any bit was set. */
 static int sack_fill(const pp_conn_t *c, uint32_t cum, uint8_t *sack)
 {
-    uint32_t left = c->rcv_ahead;   /* bits set in rcv_bits: stop once all are found */
-    int any = 0;
-    for (int w = 0; left && w < PP_WIN / 64; w++) {
-        uint64_t v = bits_word(c->rcv_bits, w);
-        while (v) {
-            uint32_t idx = (uint32_t)(w * 64 + __builtin_ctzll(v));
-            uint32_t i = (idx - (cum + 1)) % PP_WIN;   /* PP_WIN divides 2^32 */
-            v &= v - 1;
-            left--;
-            if (i < PP_WIN - 1) {
-                sack[i / 8] |= (uint8_t)(1u << (i % 8));
-                any = 1;
-            }
-        }
+    uint64_t any = 0;
+    for (int w = 0; w < PP_WIN / 64; w++) {
+        uint64_t v = bits_rot_word(c->rcv_bits, cum + 1, w);
+        if (w == PP_WIN / 64 - 1)
+            v &= ~(1ull << 63);   /* bit PP_WIN - 1 would be cum itself */
+        bits_put_word(sack, w, v);
+        any |= v;
     }
-    return any;
+    return any != 0;
 }
 
 int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)

@@ -437,6 +437,8 @@ struct pp_conn {
     pp_pkt_t *pk;                 /* PP_WIN slots by PSN */
     uint64_t  infl_bits[PP_WIN / 64];   /* bit psn % PP_WIN: that packet is PP_PK_INFLIGHT
                                          * (the per-ACK loss scan visits only these) */
+    uint8_t   sack_bits[PP_WIN / 8];    /* bit psn % PP_WIN: that packet is PP_PK_SACKED (an
+                                         * ACK's bitmap is read for its news only) */
     uint32_t  nlost;              /* packets marked lost, not resent */
     uint32_t  lost_scan;          /* PSN to start looking for lost packets */
     uint32_t  chunk_left, chunk_id;
