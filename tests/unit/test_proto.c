@@ -437,12 +437,7 @@ static void t_wrap(void)
 
 static void t_ack_loss(void)
 {
-    net_t *n = malloc(sizeof *n);
-    pp_cfg_t a, b;
-    net_cfg(&a, 0, 1, 2);
-    net_cfg(&b, 1, 1, 2);
-    net_init(n, &a, &b);
-    n->filter = f_drop_acks_half;
+    net_t *n = net_new(1, 2, f_drop_acks_half);
     xfer_ok("half the ACKs lost", transfer(n, 30, 64, 1), 30);
     net_fini(n);
     free(n);
@@ -1054,12 +1049,7 @@ static int f_infl_check(net_t *n, int from, const uint8_t *p, size_t len, uint64
 
 static void t_infl_index(void)
 {
-    net_t *n = malloc(sizeof *n);
-    pp_cfg_t a, b;
-    net_cfg(&a, 0, 31, 32);
-    net_cfg(&b, 1, 31, 32);
-    net_init(n, &a, &b);
-    n->filter = f_infl_check;
+    net_t *n = net_new(31, 32, f_infl_check);
     n->reverse = 1;
     infl_mismatch = 0;
     xfer_ok("in-flight index, 1 in 13 dropped, reordered", transfer(n, 40, 64, 1), 40);

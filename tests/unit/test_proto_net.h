@@ -72,6 +72,21 @@ static inline int net_init(net_t *n, const pp_cfg_t *a, const pp_cfg_t *b)
     return pp_conn_init(&n->c[0], a) || pp_conn_init(&n->c[1], b);
 }
 
+/* A net of two default connections (initial PSNs isn_a, isn_b) whose
+ * packets go through filter f (NULL: all pass); net_fini and free it. */
+static inline net_t *net_new(uint32_t isn_a, uint32_t isn_b, net_filter_fn f)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    if (!n)
+        abort();
+    net_cfg(&a, 0, isn_a, isn_b);
+    net_cfg(&b, 1, isn_a, isn_b);
+    net_init(n, &a, &b);
+    n->filter = f;
+    return n;
+}
+
 static inline void net_fini(net_t *n)
 {
     for (int i = 0; i < n->nq; i++)
