@@ -1,0 +1,43 @@
+#!/bin/bash
+# device-ab.sh -- sourced on a GPU machine of the device tool to compare two
+# builds of plait in one call (base against new, interleaved): builds both
+# from `make dist` tarballs, starts namespace hosts, and defines helpers.
+#
+#   here:   bench/device-kit.sh kit; make dist; cp OLD-TARBALL kit/base.tar.gz
+#   there:  source bench/device-ab.sh [BASE-TARBALL [NEW-TARBALL]]
+#           for b in base new; do $(ab_run $b h1:1,h2:1) $(ab_bench $b) pt2pt -m bw; done
+#
+# Defaults: kit/base.tar.gz and plait-0.1.0.tar.gz, built under /tmp/base and
+# /tmp/new (kept between calls on a warm machine: remove them to rebuild).
+#   ab_run BUILD HOSTS   the plaitrun command line of BUILD across the
+#                        namespace hosts (HOSTS: "h1:1,h2:1", slots per host)
+#   ab_bench BUILD       BUILD's plait-bench, by absolute path. Always use it:
+#                        plaitrun starts a relative program from its working
+#                        directory, so "tools/plait-bench" would run the same
+#                        program for both builds (session 11's base runs did).
+#   ab_mpirun HOSTS NP   mpirun across the hosts (Open MPI, TCP BTL)
+# Needs root, iproute2 (kit/bin on PATH) and the build tools of a fresh tree.
+ab_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export PATH=$ab_root/kit/bin:$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+ab_build() {   # ab_build NAME TARBALL
+    [ -x "/tmp/$1/plait-0.1.0/tools/plait-bench" ] && return 0
+    mkdir -p "/tmp/$1" && (cd "/tmp/$1" && tar xf "$2" && cd plait-0.1.0 &&
+        ./configure -q >/dev/null && make -j"$(nproc)" >/dev/null 2>&1 &&
+        make -C bench nccltests_mpi osu_mpi_pt2pt >/dev/null 2>&1)
+}
+ab_run() { echo "/tmp/h/in-h1 /tmp/$1/plait-0.1.0/launcher/plaitrun --host $2 --bind-to none --launch-agent /tmp/h/in-{host}"; }
+ab_bench() { echo "/tmp/$1/plait-0.1.0/tools/plait-bench"; }
+ab_mpirun() {
+    echo "$(hosts_mpirun /tmp/h "$1") -np $2 --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1"
+}
+
+ab_build base "${1:-$ab_root/kit/base.tar.gz}" & ab_build new "${2:-$ab_root/plait-0.1.0.tar.gz}" & wait
+for b in base new; do
+    [ -x "$(ab_bench $b)" ] || { echo "device-ab.sh: the $b build failed" >&2; return 1 2>/dev/null || exit 1; }
+done
+PLAITRUN=/tmp/new/plait-0.1.0/launcher/plaitrun
+# shellcheck source=bench/hosts-lib.sh
+source "$ab_root/bench/hosts-lib.sh"
+mkdir -p /tmp/h
+hosts_up ab 2 /tmp/h >/dev/null 2>&1 || true
