@@ -769,17 +769,17 @@ void pp_tx_unpin(pp_conn_t *c, const pp_out_t *out, int n)
 /* A packet leaves flight (acked); returns its bytes if they are newly acked. */
 static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
 {
-    uint32_t len = p->len;
+    uint32_t len = p->len, slot = (uint32_t)(p - c->pk);
     pp_path_t *pa = &c->paths[p->path];
     if (p->state == PP_PK_FREE || p->state == PP_PK_SACKED) {
         if (!sacked) {
             p->state = PP_PK_FREE;
-            sack_clr(c, (uint32_t)(p - c->pk));
+            sack_clr(c, slot);
         }
         return 0;
     }
     if (p->state == PP_PK_INFLIGHT) {
-        infl_clr(c, (uint32_t)(p - c->pk));
+        infl_clr(c, slot);
         c->inflight -= len;
         pa->inflight -= len;
         if (!p->retx && now >= p->sent_ns) {   /* unambiguous: a queue-delay sample */
@@ -809,9 +809,9 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
         pa->acked_sent_ns = p->sent_ns;
     p->state = sacked ? PP_PK_SACKED : PP_PK_FREE;
     if (sacked)
-        sack_set(c, (uint32_t)(p - c->pk));
+        sack_set(c, slot);
     else
-        sack_clr(c, (uint32_t)(p - c->pk));
+        sack_clr(c, slot);
     msg_acked(c, p->msg, len);
     p->msg = NULL;
     return len;
@@ -1026,8 +1026,6 @@ static uint32_t rx_sack(pp_conn_t *c, uint64_t now, uint32_t cum, const uint8_t 
             v &= v - 1;
             if (i >= span)
                 break;
-            if (p->state == PP_PK_SACKED)
-                continue;
             if (!c->have_sack || sdiff(psn, c->highest_sacked) > 0) {
                 c->highest_sacked = psn;
                 c->hs_sent_ns = p->sent_ns;
