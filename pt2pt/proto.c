@@ -522,10 +522,14 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
  * messages (coll: 1) switch at PLAIT_COLL_EAGER_LIMIT. User messages keep
  * the larger PLAIT_SHM_EAGER_LIMIT (lower ping-pong latency, and blocking
  * sends up to it return at once). Between hosts a rendezvous costs a round
- * trip (10-15 us across a bridge), more than copying 64 KiB once more:
- * PLAIT_NET_EAGER_LIMIT, 64K by default as Open MPI's TCP BTL has it
- * (16K made 64 KiB collectives 1.3-2x slower than 64K; 256K was no faster
- * and slowed bcast at 128-256 KiB).
+ * trip, and from the first data packet to the last takes longer than the
+ * receiver's extra copy of an eager message up to about 128 KiB:
+ * PLAIT_NET_EAGER_LIMIT, 128K by default. 2 namespace hosts x 1 rank on
+ * the 16-core machine, 2 runs against 64K (Open MPI's TCP BTL limit):
+ * ping-pong 128 KiB 72-88 -> 56-57 us, 256 KiB 118-126 -> 106-108 (Open
+ * MPI 55-63 and 75-87); 256 KiB allreduce 245-251 -> 169-193, alltoall
+ * 102-114 -> 85-99. (16K had made 64 KiB collectives 1.3-2x slower than
+ * 64K; 256K copies too much: 512 KiB alltoalls slower.)
  * A two-rank exchange (PPT_SEND_XCHG, coll/pair.c) keeps the user limit: its
  * receive is posted before the peer's message comes, so eager costs two
  * copies against the rendezvous' one plus a handshake (about 4 us), and up

@@ -77,7 +77,7 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      CFG_AT(stats)},
     {"PLAIT_SHM_EAGER_LIMIT", PRT_CFG_SIZE, "16K", NULL,
      "largest message sent eagerly through the shared-memory ring (larger: rendezvous, one copy)", CFG_AT(shm_eager_limit)},
-    {"PLAIT_NET_EAGER_LIMIT", PRT_CFG_SIZE, "64K", NULL,
+    {"PLAIT_NET_EAGER_LIMIT", PRT_CFG_SIZE, "128K", NULL,
      "largest message sent eagerly to a rank on another host (tcp, udp; larger: rendezvous)", CFG_AT(net_eager_limit)},
     {"PLAIT_COLL_EAGER_LIMIT", PRT_CFG_SIZE, "4K", NULL,
      "the shared-memory eager limit of the collectives' own messages (at most PLAIT_SHM_EAGER_LIMIT)", CFG_AT(coll_eager_limit)},
