@@ -16,6 +16,14 @@
 #                        directory, so "tools/plait-bench" would run the same
 #                        program for both builds (session 11's base runs did).
 #   ab_mpirun HOSTS NP   mpirun across the hosts (Open MPI, TCP BTL)
+#   ab_sweep REPS HOSTS "ARGS" VARIANT...
+#                        REPS rounds; in each, every VARIANT runs the benchmark
+#                        once, interleaved: VARIANT is BUILD, BUILD:VAR=VAL:...
+#                        (environment for plaitrun -x), or ompi (Open MPI's
+#                        twin: osu_mpi_pt2pt for "pt2pt ...", nccltests_mpi for
+#                        "coll NAME ..."). ARGS: plait-bench's arguments. One
+#                        line per run: "LABEL ROUND: size time | ...";
+#                        bench/ab-table.py turns them into a median table.
 # Needs root, iproute2 (kit/bin on PATH) and the build tools of a fresh tree.
 ab_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PATH=$ab_root/kit/bin:$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -41,3 +49,27 @@ PLAITRUN=/tmp/new/plait-0.1.0/launcher/plaitrun
 source "$ab_root/bench/hosts-lib.sh"
 mkdir -p /tmp/h
 hosts_up ab 2 /tmp/h >/dev/null 2>&1 || true
+
+# The "size time" pairs of a plait-bench / nccl-tests style output.
+ab_cells() { grep -v '^#' | awk 'NF >= 2 && $1 ~ /^[0-9]+$/ {printf "%s %s | ", $1, ($2 ~ /^[0-9]+$/ ? $6 : $2)} END {print ""}'; }
+
+ab_sweep() {
+    local reps=$1 hosts=$2 args=$3 np r v b env cmd
+    shift 3
+    np=$(echo "$hosts" | tr ',' '\n' | awk -F: '{n += $2} END {print n}')
+    for r in $(seq 1 "$reps"); do
+        for v in "$@"; do
+            if [ "$v" = ompi ]; then
+                case $args in
+                    pt2pt*) cmd="$(ab_mpirun "$hosts" "$np") /tmp/new/plait-0.1.0/bench/osu_mpi_pt2pt ${args#pt2pt }" ;;
+                    coll*) cmd="$(ab_mpirun "$hosts" "$np") /tmp/new/plait-0.1.0/bench/nccltests_mpi ${args#coll }" ;;
+                esac
+            else
+                b=${v%%:*}
+                env=$(echo "${v#"$b"}" | tr ':' ' ' | awk '{for (i = 1; i <= NF; i++) printf "-x %s ", $i}')
+                cmd="$(ab_run "$b" "$hosts") $env $(ab_bench "$b") $args"
+            fi
+            echo "$v $r: $($cmd 2>&1 | ab_cells)"
+        done
+    done
+}

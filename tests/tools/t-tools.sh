@@ -227,6 +227,40 @@ else
     done
 fi
 
+# ------------------------------------- the device comparison helpers (bench/)
+
+# ab_cells turns plait-bench output into the "size time" pairs ab_sweep
+# prints (coll: the out-of-place time column, pt2pt: the value column).
+eval "$(sed -n '/^ab_cells()/p' "$S/bench/device-ab.sh")"
+if [ -x "$PLAITRUN" ] && declare -F ab_cells >/dev/null; then
+    timeout 60 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -b 1K -e 4K -f 2 -n 2 -w 1 >"$T/coll" 2>&1
+    cells=$(ab_cells <"$T/coll")
+    check "ab_cells: one 'size time' pair per coll row (1K, 2K, 4K)" \
+        eval 'echo "$cells" | grep -Eq "^1024 [0-9.]+ \| 2048 [0-9.]+ \| 4096 [0-9.]+ \| $"'
+    timeout 60 "$PLAITRUN" -n 2 "$BENCH" pt2pt -m latency -b 8 -e 16 -n 10 >"$T/lat" 2>&1
+    cells=$(ab_cells <"$T/lat")
+    check "ab_cells: one 'size time' pair per pt2pt row (8, 16)" \
+        eval 'echo "$cells" | grep -Eq "^8 [0-9.]+ \| 16 [0-9.]+ \| $"'
+else
+    skip "ab_cells on plait-bench output" "launcher/plaitrun not built"
+fi
+
+# ab-table.py: medians of each variant's runs and ratios against ompi.
+if command -v python3 >/dev/null; then
+    printf '%s\n' "== demo (us)" "ompi 1: 8 100 | 16 10 | " "new 1: 8 50 | 16 40 | " \
+        "ompi 2: 8 600 | 16 30 | " "new 2: 8 400 | " "garbage line" "ompi 3: 8 200 | " \
+        "new 3: 8 100 | 16 20 | " >"$T/ab.txt"
+    python3 "$S/bench/ab-table.py" "$T/ab.txt" >"$T/ab.md" 2>"$T/err"
+    check "ab-table.py: medians with run counts, ratio ompi/new (8: 200/100, 16: 20/30)" \
+        eval 'grep -q "^| 8 | 200.0 (3) | 100.0 (3) | 2.00 |$" "$T/ab.md" &&
+              grep -q "^| 16 | 20.0 (2) | 30.0 (2) | 0.67 |$" "$T/ab.md" &&
+              grep -q "^### demo (us)$" "$T/ab.md"'
+    python3 "$S/bench/ab-table.py" --bw "$T/ab.txt" >"$T/ab.md" 2>"$T/err"
+    check "ab-table.py --bw: ratio new/ompi" grep -q "^| 8 | 200.0 (3) | 100.0 (3) | 0.50 |$" "$T/ab.md"
+else
+    skip "ab-table.py" "no python3"
+fi
+
 # ------------------------------------------------- the MPI twin of the benchmark
 
 if [ -x "$OSU" ] && command -v mpirun >/dev/null; then
