@@ -40,7 +40,8 @@ ab_mpirun() {
     echo "$(hosts_mpirun /tmp/h "$1") -np $2 --oversubscribe --bind-to none --mca btl self,vader,tcp --mca mpi_yield_when_idle 1"
 }
 
-ab_build base "${1:-$ab_root/kit/base.tar.gz}" & ab_build new "${2:-$ab_root/plait-0.1.0.tar.gz}" & wait
+ab_abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }   # (ab_build cds away)
+ab_build base "$(ab_abs "${1:-$ab_root/kit/base.tar.gz}")" & ab_build new "$(ab_abs "${2:-$ab_root/plait-0.1.0.tar.gz}")" & wait
 for b in base new; do
     [ -x "$(ab_bench $b)" ] || { echo "device-ab.sh: the $b build failed" >&2; return 1 2>/dev/null || exit 1; }
 done

@@ -42,7 +42,8 @@ static int ppt_routes(ppt_state_t *s)
                        "hosts", j->size - j->local_size, j->size);
     s->tl_of = calloc((size_t)j->size, sizeof *s->tl_of);
     s->txq = calloc((size_t)j->size, sizeof *s->txq);
-    if (!s->tl_of || !s->txq)
+    s->heads = calloc((size_t)j->size, sizeof *s->heads);
+    if (!s->tl_of || !s->txq || !s->heads)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for %d routes", j->size);
     if (s->tcp.ops) {
         for (int r = 0; r < j->size; r++)
@@ -155,6 +156,7 @@ static void ppt_teardown(ppt_state_t *s)
     prt_map_fini(&s->reqs);
     free(s->tl_of);
     free(s->txq);
+    free(s->heads);
 }
 
 int ppt_init(void)

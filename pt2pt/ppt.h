@@ -20,7 +20,7 @@
 
 /* ------------------------------------------------------------ wire format */
 
-enum { PPT_EAGER = 1, PPT_RTS, PPT_CTS, PPT_DATA, PPT_FIN, PPT_COOP };
+enum { PPT_EAGER = 1, PPT_RTS, PPT_CTS, PPT_DATA, PPT_FIN, PPT_COOP, PPT_HEAD };
 
 /* Header of every pt2pt frame. EAGER frames carry only its first
  * PPT_HDR_EAGER bytes (so header and a small payload share one cache line of
@@ -30,10 +30,10 @@ typedef struct {
     uint8_t  rsv[3];
     int32_t  src;    /* sender's rank in the communicator */
     int32_t  tag;
-    uint32_t rsv2;
+    uint32_t head;   /* RTS: bytes its HEAD frame carries (0: none; proto.c) */
     uint64_t ctx;    /* matching context (communicator) */
     uint64_t len;    /* whole message length */
-    uint64_t sid;    /* sender's request id (RTS, CTS, FIN) */
+    uint64_t sid;    /* sender's request id (RTS, CTS, FIN, HEAD) */
     uint64_t aux;    /* RTS: sender address; CTS: receiver request id; DATA: offset */
     uint64_t rid;    /* DATA: receiver request id */
 } ppt_hdr_t;
@@ -68,6 +68,7 @@ struct plait_request {
     size_t           len;           /* recv: capacity; send: message length */
     uint64_t         id;            /* registered in ppt_state_t.reqs while a frame may name it */
     size_t           got;           /* recv, copy path: bytes arrived so far */
+    size_t           head;          /* send: bytes its HEAD frame carries (DATA starts there) */
     size_t           total;         /* recv, copy path: message length */
     uint64_t         sid;           /* recv, cooperative copy: the sender's request id */
     uint64_t         coop;          /* recv, cooperative copy: the transport's handle */
@@ -99,6 +100,8 @@ typedef struct ppt_umsg {
     void            *kept;          /* data is a frame the transport handed over (rx_keep):
                                      * its handle for rx_free, else NULL */
     uint64_t         sid, addr;     /* RTS */
+    size_t           head;          /* RTS: bytes of its HEAD frame (0: none) */
+    int              head_in;       /* RTS: the HEAD arrived: data holds it */
 } ppt_umsg_t;
 
 struct ppt_mq {
@@ -142,6 +145,14 @@ typedef struct {
     ppt_tx_t *head, *tail;
 } ppt_txq_t;
 
+/* Receiver, per peer: the HEAD frame the peer's last RTS announced (it
+ * comes next from that peer: proto.c). rid: the receive it belongs to once
+ * matched (0: the RTS waits unexpected). */
+typedef struct {
+    uint64_t sid, rid;
+    size_t   len;
+} ppt_head_t;
+
 
 /* ------------------------------------------------------------ the state */
 
@@ -157,6 +168,7 @@ typedef struct ppt_state {
     ptl_tl_t      **tl_of;           /* by world rank: its transport; NULL for oneself
                                       * and for ranks no transport reaches */
     ppt_txq_t      *txq;             /* by world rank: frames waiting for ring space */
+    ppt_head_t     *heads;           /* by world rank: the HEAD frame expected next */
     int             ntxq;            /* non-empty queues */
     prt_map_t       mqs;             /* ctx -> ppt_mq_t */
     ppt_mq_t       *mq_last;         /* one-entry cache in front of mqs */

@@ -17,8 +17,18 @@
  *         the user's buffer instead of copying them (PTL_PENDING); such a
  *         send completes once the transport reported every one of them
  *         (ppt_zc_done: acknowledged by the peer, or failed).
+ *  rendezvous between hosts (a transport without get()), with
+ *         PLAIT_NET_HEAD set: the RTS announces a HEAD frame that follows
+ *         it at once with the first bytes (at most half the message), sent
+ *         while the RTS
+ *         travels; the receiver, once matched, exposes its buffer and
+ *         answers CTS, and the sender streams DATA from the head's end. The
+ *         handshake's round trip overlaps the head instead of idling the
+ *         link. The receiver copies the head into place (or keeps it with
+ *         an unexpected RTS until a receive matches).
  * Frames that cannot go now (ring full) wait in a per-peer FIFO, so order per
- * pair is kept. Every frame is checked before use; unknown ids are dropped.
+ * pair is kept: a HEAD frame is the next frame after its RTS. Every frame is
+ * checked before use; unknown ids are dropped.
  */
 #include "config.h"
 
@@ -26,6 +36,17 @@
 #include <string.h>
 
 #include "pt2pt/ppt.h"
+
+/* The largest HEAD frame a receiver takes. PLAIT_NET_HEAD sets the size,
+ * 0 (none) by default: 64K keeps the link busy over the handshake's round
+ * trip (about 20 us across a bridge of the 16-core machine, where 64 KiB
+ * take about as long at 3 GB/s), and made one-way transfers faster there
+ * (2-rank bcast 256-512 KiB 189-468 -> 169-294 us, 2 rounds), but
+ * exchanges slower (alltoall 512 KiB-1 MiB 235-428 -> 288-491 us,
+ * allreduce 512 KiB-1 MiB 480-793 -> 549-1034): with data flowing both
+ * ways the link is busy anyway, and the head costs the receiver a copy
+ * (and its buffering while unexpected). docs/PERFORMANCE.md, session 13. */
+#define PPT_HEAD_MAX (1u << 20)
 
 /* ------------------------------------------------------------ sending */
 
@@ -149,6 +170,42 @@ static int tx_stream(ppt_state_t *s, int world, ppt_tx_t *t)
     return 0;
 }
 
+/* Sends a HEAD frame (unplaced: the receiver has exposed nothing yet; zero
+ * copy where the transport offers it, counted like a DATA frame); 1 when
+ * the ring is full. A refusal fails the send once its stream ends. */
+static int tx_head(ppt_state_t *s, int world, ppt_tx_t *t)
+{
+    int rc = tx_data(s->tl_of[world], world, t, t->payload, t->plen);
+    if (rc == 1)
+        return 1;
+    if (rc != PLAIT_OK && t->req->zc_rc == PLAIT_OK)
+        t->req->zc_rc = rc;
+    return 0;
+}
+
+/* The HEAD frame of send r (announced by the RTS just sent or queued): now
+ * if nothing waits before it, else behind the RTS. */
+static int tx_head_start(ppt_state_t *s, int world, plait_request_t r, const ppt_hdr_t *rts)
+{
+    ppt_tx_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return prt_err(PLAIT_ERR_NOMEM, "no memory to queue a frame for rank %d", world);
+    t->hdr = *rts;
+    t->hdr.type = PPT_HEAD;
+    t->hdr.head = 0;
+    t->hdr.aux = 0;
+    t->hdr.rid = UINT64_MAX;   /* not placed */
+    t->payload = r->buf;
+    t->plen = r->head;
+    t->req = r;
+    if (!s->txq[world].head && !tx_head(s, world, t)) {
+        free(t);
+        return PLAIT_OK;
+    }
+    txq_push(s, world, t);
+    return PLAIT_OK;
+}
+
 static int tx_flush_peer(ppt_state_t *s, int world)
 {
     ptl_tl_t *tl = s->tl_of[world];
@@ -157,6 +214,9 @@ static int tx_flush_peer(ppt_state_t *s, int world)
     while ((t = s->txq[world].head) != NULL) {
         if (t->hdr.type == PPT_DATA) {
             if (tx_stream(s, world, t))
+                break;
+        } else if (t->hdr.type == PPT_HEAD) {
+            if (tx_head(s, world, t))
                 break;
         } else {
             int rc = tl->ops->send(tl, world, &t->hdr, ppt_hdr_len(t->hdr.type), t->payload,
@@ -270,10 +330,29 @@ int ppt_coop_progress(ppt_state_t *s, plait_request_t r)
     return 1;
 }
 
+/* The head of a matched rendezvous (CTS path, r registered): copied into
+ * place if it came (data), else the HEAD frame expected next from world
+ * goes to r when it comes (rx_head). */
+static void rndv_head(ppt_state_t *s, plait_request_t r, int world, uint64_t sid, size_t head,
+                      const void *data)
+{
+    r->got = 0;
+    if (!head)
+        return;
+    if (data) {
+        if (r->len)
+            memcpy(r->buf, data, head < r->len ? head : r->len);
+        r->got = head;
+    } else if (s->heads[world].sid == sid && s->heads[world].len == head) {
+        s->heads[world].rid = r->id;
+    }
+}
+
 /* A matched rendezvous: copy together with the sender, pull the data, or ask
- * for it through the ring. */
+ * for it through the ring (after the head the sender sent unasked: head
+ * bytes, data NULL until its frame came). */
 static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, int tag, size_t len,
-                       uint64_t sid, uint64_t addr)
+                       uint64_t sid, uint64_t addr, size_t head, const void *data)
 {
     ptl_tl_t *tl = s->tl_of[world];
     size_t n = len < r->len ? len : r->len;
@@ -290,9 +369,10 @@ static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, in
         r->st.source = src;
         r->st.tag = tag;
         r->total = len;
-        r->got = 0;
         r->world = world;
         rc = ppt_req_register(s, r) == PLAIT_OK ? PLAIT_OK : PLAIT_ERR_NOMEM;
+        if (rc == PLAIT_OK)
+            rndv_head(s, r, world, sid, head, data);
         /* where the transport can, DATA lands straight in the buffer */
         if (rc == PLAIT_OK && tl->ops->expose) {
             rc = tl->ops->expose(tl, world, r->id, r->buf, r->len);
@@ -331,6 +411,7 @@ static ppt_umsg_t *umsg_new(ppt_state_t *s, const ppt_hdr_t *h, int world, size_
     u->len = h->len;
     u->sid = h->sid;
     u->addr = h->aux;
+    u->head = h->type == PPT_RTS ? h->head : 0;
     return u;
 }
 
@@ -396,8 +477,9 @@ static void rx_rts(ppt_state_t *s, int world, const ppt_hdr_t *h)
     ppt_mq_t *mq = rx_mq(s, h->ctx);
     plait_request_t r;
     ppt_umsg_t *u;
+    s->heads[world] = (ppt_head_t){h->sid, 0, h->head};
     if (mq && (r = ppt_mq_match_posted(mq, h->src, h->tag)) != NULL) {
-        rndv_start(s, r, world, h->src, h->tag, h->len, h->sid, h->aux);
+        rndv_start(s, r, world, h->src, h->tag, h->len, h->sid, h->aux, h->head, NULL);
         return;
     }
     if (!mq || !(u = umsg_new(s, h, world, 0))) {
@@ -405,6 +487,53 @@ static void rx_rts(ppt_state_t *s, int world, const ppt_hdr_t *h)
         return;
     }
     ppt_mq_add_unexp(mq, u);
+}
+
+/* The unexpected RTS from world with sender id sid, or NULL. */
+static ppt_umsg_t *umsg_rts(ppt_mq_t *mq, int world, uint64_t sid)
+{
+    for (ppt_umsg_t *u = mq ? mq->unexp_head : NULL; u; u = u->next)
+        if (u->type == PPT_RTS && u->world == world && u->sid == sid)
+            return u;
+    return NULL;
+}
+
+static plait_request_t rx_req(ppt_state_t *s, uint64_t id, int kind, int world);
+
+/* A HEAD frame, the one world's last RTS announced: into the matched
+ * receive, or kept with the RTS while it waits unexpected (the transport's
+ * frame where it lets us keep it, else a copy). */
+static void rx_head(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload, size_t plen)
+{
+    ppt_head_t e = s->heads[world];
+    ptl_tl_t *tl = s->tl_of[world];
+    plait_request_t r;
+    ppt_umsg_t *u;
+    s->heads[world].len = 0;
+    if (!e.len || e.sid != h->sid || plen != e.len) {
+        prt_log(PRT_LOG_WARN, "dropped a HEAD frame from rank %d that no RTS announced", world);
+        return;
+    }
+    if (e.rid) {
+        if ((r = rx_req(s, e.rid, PPT_REQ_RECV, world)) != NULL && r->got == 0) {
+            if (r->len)
+                memcpy(r->buf, payload, plen < r->len ? plen : r->len);
+            r->got = plen;
+        }
+        return;   /* (none: the receive was withdrawn) */
+    }
+    if (!(u = umsg_rts(rx_mq(s, h->ctx), world, h->sid)) || u->head_in)
+        return;
+    if (tl->ops->rx_keep && (u->kept = tl->ops->rx_keep(tl)) != NULL) {
+        u->data = (void *)payload;   /* read only: the transport's frame */
+    } else if ((u->data = malloc(plen)) != NULL) {
+        u->cap = plen;
+        memcpy(u->data, payload, plen);
+    } else {
+        prt_log(PRT_LOG_ERROR, "no memory to keep %zu bytes from rank %d", plen, world);
+        return;   /* (the receive that matches it will wait for bytes that never come) */
+    }
+    u->head_in = 1;
 }
 
 /* The request a frame names, if it is live, of the right kind, and belongs to
@@ -430,7 +559,8 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
         return;
     }
     t->hdr.type = PPT_DATA;
-    t->hdr.rid = h->aux;      /* hdr.aux counts the bytes streamed so far */
+    t->hdr.rid = h->aux;
+    t->hdr.aux = r->head;     /* hdr.aux counts the bytes streamed so far: the HEAD's first */
     t->req = r;
     txq_push(s, world, t);    /* behind anything already queued for this pair */
     tx_flush_peer(s, world);
@@ -478,8 +608,7 @@ static void rx_fin(ppt_state_t *s, int world, const ppt_hdr_t *h)
         prt_log(PRT_LOG_DEBUG, "dropped a FIN from rank %d naming no live send", world);
         return;
     }
-    ppt_req_unregister(s, r);
-    ppt_req_complete(s, r, PLAIT_OK);
+    stream_end(s, r, PLAIT_OK);   /* (a HEAD frame may still be read from its buffer) */
 }
 
 void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void *payload,
@@ -500,9 +629,14 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
             prt_log(PRT_LOG_ERROR, "%s", prt_err_text());
         return;
     case PPT_RTS:
-        if (plen != 0 || h.src < 0 || h.tag < 0)
+        if (plen != 0 || h.src < 0 || h.tag < 0 || h.head >= h.len || h.head > PPT_HEAD_MAX)
             break;
         rx_rts(s, world, &h);
+        return;
+    case PPT_HEAD:
+        if (plen == 0)
+            break;
+        rx_head(s, world, &h, payload, plen);
         return;
     case PPT_CTS:  rx_cts(s, world, &h); return;
     case PPT_DATA: rx_data(s, world, &h, payload, plen); return;
@@ -585,8 +719,18 @@ int ppt_isend_flags_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, cons
         rc = ppt_req_register(s, r);
         h.sid = r->id;
         h.aux = (uint64_t)(uintptr_t)buf;
+        if (!s->tl_of[world]->ops->get) {   /* between hosts: a HEAD frame follows */
+            ptl_tl_t *tl = s->tl_of[world];
+            size_t cap = tl->ops->max_frame(tl) - sizeof h;
+            if (s->cfg.net_head < cap)
+                cap = s->cfg.net_head;
+            r->head = len / 2 < cap ? len / 2 : cap;
+        }
+        h.head = (uint32_t)r->head;
         if (rc == PLAIT_OK)
             rc = tx_frame(s, world, &h, NULL, 0, NULL);
+        if (rc == PLAIT_OK && r->head)
+            rc = tx_head_start(s, world, r, &h);
     }
     if (rc != PLAIT_OK) {
         ppt_req_unregister(s, r);
@@ -619,7 +763,8 @@ int ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf,
     if (u->type == PPT_EAGER)
         recv_copy(s, r, u->src, u->tag, u->data, u->len);
     else
-        rndv_start(s, r, u->world, u->src, u->tag, u->len, u->sid, u->addr);
+        rndv_start(s, r, u->world, u->src, u->tag, u->len, u->sid, u->addr, u->head,
+                   u->head_in ? u->data : NULL);
     ppt_umsg_put(s, u);
     return PLAIT_OK;
 }

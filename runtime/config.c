@@ -79,6 +79,10 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "largest message sent eagerly through the shared-memory ring (larger: rendezvous, one copy)", CFG_AT(shm_eager_limit)},
     {"PLAIT_NET_EAGER_LIMIT", PRT_CFG_SIZE, "128K", NULL,
      "largest message sent eagerly to a rank on another host (tcp, udp; larger: rendezvous)", CFG_AT(net_eager_limit)},
+    {"PLAIT_NET_HEAD", PRT_CFG_SIZE, "0", NULL,
+     "bytes a rendezvous to a rank on another host sends with its announcement, before the "
+     "receiver answers (at most half the message, at most 1M; 0 = none; 64K helps one-way "
+     "transfers such as bcast, slows exchanges)", CFG_AT(net_head)},
     {"PLAIT_COLL_EAGER_LIMIT", PRT_CFG_SIZE, "4K", NULL,
      "the shared-memory eager limit of the collectives' own messages (at most PLAIT_SHM_EAGER_LIMIT)", CFG_AT(coll_eager_limit)},
     {"PLAIT_SHM_RING_SLOTS", PRT_CFG_SIZE, "64", NULL,
@@ -223,6 +227,9 @@ static int cfg_check_limits(const prt_config_t *c)
     if (c->shm_eager_limit < 64 || c->shm_eager_limit > (1u << 20))
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_SHM_EAGER_LIMIT=%zu is invalid: expected 64 .. 1M "
                        "bytes", c->shm_eager_limit);
+    if (c->net_head > (1u << 20))
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_NET_HEAD=%zu is invalid: expected 0 .. 1M",
+                       c->net_head);
     if (c->udp_paths < 1 || c->udp_paths > 256)
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_PATHS=%ld is invalid: expected 1..256",
                        c->udp_paths);

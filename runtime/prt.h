@@ -74,6 +74,7 @@ typedef struct {
     int      log_level;        /* PLAIT_LOG_LEVEL */
     size_t   shm_eager_limit;  /* PLAIT_SHM_EAGER_LIMIT */
     size_t   net_eager_limit;  /* PLAIT_NET_EAGER_LIMIT */
+    size_t   net_head;         /* PLAIT_NET_HEAD */
     size_t   coll_eager_limit; /* PLAIT_COLL_EAGER_LIMIT */
     size_t   shm_ring_slots;   /* PLAIT_SHM_RING_SLOTS */
     int      shm_cma;          /* PLAIT_SHM_CMA: 1 use process_vm_readv when permitted */

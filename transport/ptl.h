@@ -92,7 +92,9 @@ struct ptl_ops {
      * every finished cookie (with an error when the peer became unreachable:
      * nothing reads the buffer after) and returns how many. zc_detach: the
      * caller withdraws cookie's buffer early (a cancelled send); the
-     * transport copies what it still needs, and reports cookie no more. */
+     * transport copies what it still needs, and reports cookie no more.
+     * id UINT64_MAX: not placed (the frame arrives with its payload, as
+     * from send), still referenced. */
     int  (*send_placed_zc)(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen,
                            const void *payload, size_t plen, uint64_t id, uint64_t off,
                            uint64_t cookie);

@@ -109,7 +109,7 @@ if [ ! -x "$PLAITRUN" ]; then
     exit 1
 fi
 for p in pt2pt_match pt2pt_trunc pt2pt_self pt2pt_sizes pt2pt_many pt2pt_threads comm_split \
-         pt2pt_errors pt2pt_timeout pt2pt_fault; do
+         pt2pt_errors pt2pt_timeout pt2pt_fault pt2pt_late; do
     if [ ! -x "$BIN/$p" ]; then
         echo "not ok - $p built"
         echo "# $BIN/$p is missing: run make check TESTS= first"
@@ -126,7 +126,7 @@ ok_if_zero "singleton: pt2pt_errors without plaitrun"
 
 # ------------------------------------------------------------------ correctness
 for prog in pt2pt_self pt2pt_sizes pt2pt_trunc pt2pt_match pt2pt_many comm_split pt2pt_errors \
-            pt2pt_threads; do
+            pt2pt_threads pt2pt_late; do
     for n in $NPS; do
         job "$prog -n $n" "$n" "$BIN/$prog"
     done

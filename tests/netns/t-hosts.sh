@@ -168,7 +168,7 @@ export PLAIT_TEST_QUICK=1 PLAIT_TIMEOUT=40
 for hosts in h1:2,h2:2 h1:2,h2:2,h3:2 tcp:h1:2,h2:2; do
     tl=()
     case $hosts in tcp:*) hosts=${hosts#tcp:}; tl=(-x PLAIT_TRANSPORT=tcp) ;; esac
-    for prog in pt2pt_match pt2pt_sizes pt2pt_many pt2pt_trunc comm_split; do
+    for prog in pt2pt_match pt2pt_sizes pt2pt_many pt2pt_trunc comm_split pt2pt_late; do
         if [ ! -x "$BIN/$prog" ]; then
             skip "$prog on $hosts${tl[*]:+, tcp}" "$BIN/$prog not built"
             continue
@@ -176,6 +176,13 @@ for hosts in h1:2,h2:2 h1:2,h2:2,h3:2 tcp:h1:2,h2:2; do
         run "$prog" --host "$hosts" --bind-to none --timeout $((GUARD - 10)) "${tl[@]}" "$BIN/$prog"
         [ $rc = 0 ]; check "$prog on $hosts${tl[*]:+, tcp}" $? "output: $(tail -5 "$out")"
     done
+    # the rendezvous head between hosts (pt2pt/proto.c; off by default)
+    if [ -x "$BIN/pt2pt_late" ]; then
+        run pt2pt_late --host "$hosts" --bind-to none --timeout $((GUARD - 10)) "${tl[@]}" \
+            -x PLAIT_NET_HEAD=64K "$BIN/pt2pt_late"
+        [ $rc = 0 ]; check "pt2pt_late on $hosts${tl[*]:+, tcp}, PLAIT_NET_HEAD=64K" $? \
+            "output: $(tail -5 "$out")"
+    fi
 done
 
 # ---------------------------------------------------------------- output, exit codes, bindings

@@ -49,10 +49,14 @@ if ! "$B/tools/plait_info" 2>/dev/null | grep -q "PLAIT_UDP_PATHS"; then
     exit 0
 fi
 
-for prog in pt2pt_sizes pt2pt_match pt2pt_trunc pt2pt_many comm_split pt2pt_threads; do
+for prog in pt2pt_sizes pt2pt_match pt2pt_trunc pt2pt_many comm_split pt2pt_threads pt2pt_late; do
     for n in 2 3; do
         job "udp loopback: $prog -n $n" "$n" "" "$BIN/$prog"
     done
+done
+# The rendezvous head (pt2pt/proto.c; off by default): 64 KiB, and its largest.
+for head in 64K 1M; do
+    job "udp loopback: pt2pt_late -n 2, PLAIT_NET_HEAD=$head" 2 "PLAIT_NET_HEAD=$head" "$BIN/pt2pt_late"
 done
 
 # Every collective over udp between ranks of one host (no shm, no shared

@@ -1364,10 +1364,9 @@ static int udp_send_placed_zc(ptl_tl_t *tl, int dst, const void *hdr, size_t hle
                               const void *payload, size_t plen, uint64_t id, uint64_t off,
                               uint64_t cookie)
 {
-    if (id == UINT64_MAX || cookie == 0)
-        return prt_err(PLAIT_ERR_INTERNAL, "udp: placement id %llu or cookie 0 is reserved",
-                       (unsigned long long)id);
-    return udp_send_any(tl, dst, hdr, hlen, payload, plen, id, off, cookie);
+    if (cookie == 0)
+        return prt_err(PLAIT_ERR_INTERNAL, "udp: zero-copy cookie 0 is reserved");
+    return udp_send_any(tl, dst, hdr, hlen, payload, plen, id, id == UINT64_MAX ? 0 : off, cookie);
 }
 
 /* Reports the zero-copy sends every connection finished (acknowledged, or
