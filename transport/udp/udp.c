@@ -988,7 +988,7 @@ static void udp_rx_dgram(udp_t *u, udp_engine_t *g, const uint8_t *buf, size_t l
             acks = 1;
             continue;
         }
-        if (((const pp_hdr_t *)(const void *)pkt)->flags & PP_F_PLACED)
+        if (pkt[offsetof(pp_hdr_t, flags)] & PP_F_PLACED)   /* (a GRO segment may be unaligned) */
             *ready |= 4;   /* bulk data: its sender waits for the ACK, no reply comes */
         if (*nt >= UDP_TOUCH - 1) {   /* (a forged datagram may name many peers) */
             udp_rx_done(u, g, held, acks, ready);
