@@ -20,12 +20,11 @@
  *  rendezvous between hosts (a transport without get()), with
  *         PLAIT_NET_HEAD set: the RTS announces a HEAD frame that follows
  *         it at once with the first bytes (at most half the message), sent
- *         while the RTS
- *         travels; the receiver, once matched, exposes its buffer and
- *         answers CTS, and the sender streams DATA from the head's end. The
- *         handshake's round trip overlaps the head instead of idling the
- *         link. The receiver copies the head into place (or keeps it with
- *         an unexpected RTS until a receive matches).
+ *         while the RTS travels; the receiver, once matched, exposes its
+ *         buffer and answers CTS, and the sender streams DATA from the
+ *         head's end. The handshake's round trip overlaps the head instead
+ *         of idling the link. The receiver copies the head into place (or
+ *         keeps it with an unexpected RTS until a receive matches).
  * Frames that cannot go now (ring full) wait in a per-peer FIFO, so order per
  * pair is kept: a HEAD frame is the next frame after its RTS. Every frame is
  * checked before use; unknown ids are dropped.
@@ -656,14 +655,15 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
  * messages (coll: 1) switch at PLAIT_COLL_EAGER_LIMIT. User messages keep
  * the larger PLAIT_SHM_EAGER_LIMIT (lower ping-pong latency, and blocking
  * sends up to it return at once). Between hosts a rendezvous costs a round
- * trip, and from the first data packet to the last takes longer than the
- * receiver's extra copy of an eager message up to about 128 KiB:
- * PLAIT_NET_EAGER_LIMIT, 128K by default. 2 namespace hosts x 1 rank on
- * the 16-core machine, 2 runs against 64K (Open MPI's TCP BTL limit):
- * ping-pong 128 KiB 72-88 -> 56-57 us, 256 KiB 118-126 -> 106-108 (Open
- * MPI 55-63 and 75-87); 256 KiB allreduce 245-251 -> 169-193, alltoall
- * 102-114 -> 85-99. (16K had made 64 KiB collectives 1.3-2x slower than
- * 64K; 256K copies too much: 512 KiB alltoalls slower.)
+ * trip, which costs more than the receiver's extra copy of an eager
+ * message up to about 128 KiB: PLAIT_NET_EAGER_LIMIT, 128K by default
+ * (Open MPI's TCP BTL has 64K). 2 namespace hosts x 1 rank on the 16-core
+ * machine, three calls against 64K (docs/PERFORMANCE.md, session 13):
+ * better in all three for 2-rank bcast of 128 KiB and allreduce and
+ * reduce_scatter of 256 KiB (128 KiB messages; allreduce, medians per call,
+ * 218-534 -> 175-221 us), in two of three for the 128 KiB ping-pong, alltoall and
+ * allgather of 256 KiB. (16K had made 64 KiB collectives 1.3-2x slower
+ * than 64K; 256K copies too much: 512 KiB alltoalls slower.)
  * A two-rank exchange (PPT_SEND_XCHG, coll/pair.c) keeps the user limit: its
  * receive is posted before the peer's message comes, so eager costs two
  * copies against the rendezvous' one plus a handshake (about 4 us), and up
