@@ -67,6 +67,9 @@ if [ -x "$COLL" ]; then
     for n in 3 8; do
         job "udp loopback: coll_check -n $n, reduced matrix" "$n" "" "$COLL" suite reduced
     done
+    # and with rendezvous heads (not quick: its MiB-sized calls are rendezvous)
+    job "udp loopback: coll_check -n 4, reduced matrix with MiB calls, PLAIT_NET_HEAD=64K" 4 \
+        "PLAIT_NET_HEAD=64K PLAIT_TEST_QUICK=0" "$COLL" suite reduced
 fi
 
 # A bcast root streaming eager messages never waits (each send completes at
