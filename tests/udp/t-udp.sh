@@ -126,6 +126,9 @@ if [ -x "$REUSE" ]; then
     # zero-copy buffers are read by two threads, with ACKs arriving meanwhile.
     job "udp loopback: PLAIT_UDP_TX_HELP=on udp_reuse -n 3" 3 "PLAIT_UDP_TX_HELP=on" "$REUSE"
     job "udp loopback: PLAIT_UDP_TX_HELP=off udp_reuse -n 2" 2 "PLAIT_UDP_TX_HELP=off" "$REUSE"
+    # A rendezvous head is read from the send buffer too (zero copy): the
+    # send must not complete before it is acknowledged.
+    job "udp loopback: PLAIT_NET_HEAD=64K udp_reuse -n 3" 3 "PLAIT_NET_HEAD=64K" "$REUSE"
     # The receiver stops (SIGSTOP) mid-message: the zero-copy send must end
     # with PLAIT_ERR_TRANSPORT after PLAIT_UDP_GIVE_UP, not hang.
     name="udp loopback: send to a stopped rank fails with PLAIT_ERR_TRANSPORT (give-up 1 s)"
