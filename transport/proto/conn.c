@@ -25,17 +25,12 @@ static inline void infl_clr(pp_conn_t *c, uint32_t slot)
     c->infl_bits[slot % PP_WIN / 64] &= ~(1ull << (slot % 64));
 }
 
-/* The SACKed index (sack_bits): set when a packet is SACKed, cleared when
- * the cumulative ACK passes it, by PP_WIN slot. */
-static inline void sack_set(pp_conn_t *c, uint32_t slot)
-{
-    c->sack_bits[slot % PP_WIN / 8] |= (uint8_t)(1u << (slot % 8));
-}
-
-static inline void sack_clr(pp_conn_t *c, uint32_t slot)
-{
-    c->sack_bits[slot % PP_WIN / 8] &= (uint8_t)~(1u << (slot % 8));
-}
+/* Bit i % PP_WIN of a PP_WIN-bit byte bitmap: the receive bitmap
+ * (rcv_bits, by PSN) and the SACKed index (sack_bits, by slot: set when a
+ * packet is SACKed, cleared when the cumulative ACK passes it). */
+static inline int bit_get(const uint8_t *b, uint32_t i) { return b[(i % PP_WIN) / 8] >> (i % 8) & 1; }
+static inline void bit_set(uint8_t *b, uint32_t i) { b[(i % PP_WIN) / 8] |= (uint8_t)(1u << (i % 8)); }
+static inline void bit_clr(uint8_t *b, uint32_t i) { b[(i % PP_WIN) / 8] &= (uint8_t)~(1u << (i % 8)); }
 
 /* The first PSN in [psn, end) whose packet is in flight, or end: a word
  * of the index at a time (in a window of thousands of SACKed packets after
@@ -774,7 +769,7 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
     if (p->state == PP_PK_FREE || p->state == PP_PK_SACKED) {
         if (!sacked) {
             p->state = PP_PK_FREE;
-            sack_clr(c, slot);
+            bit_clr(c->sack_bits, slot);
         }
         return 0;
     }
@@ -809,9 +804,9 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
         pa->acked_sent_ns = p->sent_ns;
     p->state = sacked ? PP_PK_SACKED : PP_PK_FREE;
     if (sacked)
-        sack_set(c, slot);
+        bit_set(c->sack_bits, slot);
     else
-        sack_clr(c, slot);
+        bit_clr(c->sack_bits, slot);
     msg_acked(c, p->msg, len);
     p->msg = NULL;
     return len;
@@ -1189,10 +1184,6 @@ int pp_poll(pp_conn_t *c, uint64_t now)
 int pp_idle(const pp_conn_t *c) { return !c->tx_head && !c->ack_pending; }
 
 /* --------------------------------------------------------------- receiver */
-
-static inline int bit_get(const uint8_t *b, uint32_t i) { return b[(i % PP_WIN) / 8] >> (i % 8) & 1; }
-static inline void bit_set(uint8_t *b, uint32_t i) { b[(i % PP_WIN) / 8] |= (uint8_t)(1u << (i % 8)); }
-static inline void bit_clr(uint8_t *b, uint32_t i) { b[(i % PP_WIN) / 8] &= (uint8_t)~(1u << (i % 8)); }
 
 static int drop(pp_conn_t *c, int why)
 {
