@@ -329,6 +329,14 @@ int ppt_coop_progress(ppt_state_t *s, plait_request_t r)
     return 1;
 }
 
+/* A rendezvous head's bytes into receive r (what fits), counted as arrived. */
+static void head_copy(plait_request_t r, const void *data, size_t head)
+{
+    if (r->len)
+        memcpy(r->buf, data, head < r->len ? head : r->len);
+    r->got = head;
+}
+
 /* The head of a matched rendezvous (CTS path, r registered): copied into
  * place if it came (data), else the HEAD frame expected next from world
  * goes to r when it comes (rx_head). */
@@ -338,13 +346,10 @@ static void rndv_head(ppt_state_t *s, plait_request_t r, int world, uint64_t sid
     r->got = 0;
     if (!head)
         return;
-    if (data) {
-        if (r->len)
-            memcpy(r->buf, data, head < r->len ? head : r->len);
-        r->got = head;
-    } else if (s->heads[world].sid == sid && s->heads[world].len == head) {
+    if (data)
+        head_copy(r, data, head);
+    else if (s->heads[world].sid == sid && s->heads[world].len == head)
         s->heads[world].rid = r->id;
-    }
 }
 
 /* A matched rendezvous: copy together with the sender, pull the data, or ask
@@ -514,11 +519,8 @@ static void rx_head(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
         return;
     }
     if (e.rid) {
-        if ((r = rx_req(s, e.rid, PPT_REQ_RECV, world)) != NULL && r->got == 0) {
-            if (r->len)
-                memcpy(r->buf, payload, plen < r->len ? plen : r->len);
-            r->got = plen;
-        }
+        if ((r = rx_req(s, e.rid, PPT_REQ_RECV, world)) != NULL && r->got == 0)
+            head_copy(r, payload, plen);
         return;   /* (none: the receive was withdrawn) */
     }
     if (!(u = umsg_rts(rx_mq(s, h->ctx), world, h->sid)) || u->head_in)
