@@ -1329,14 +1329,22 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
     atomic_store_explicit(&u->caller_ns, prt_now_ns(), memory_order_relaxed);
     g = &u->eng[dst % u->neng];
     bulk = u->tx_help && plen >= UDP_HELP_MIN;
-    if (bulk)
+    if (bulk) {
+        /* The engine thread helps (udp_tx_help), woken before this thread
+         * starts: kicked after it, it woke when a 256 KiB frame had gone
+         * (the caller's budget covers one), so it never sent a packet of
+         * one (a timeline of one message on the 16-core machine). Kicked
+         * first, it takes chunks on other paths meanwhile: one call, 3
+         * interleaved rounds, 2 hosts x 1 rank, ping-pong 256 KiB 98 -> 85
+         * us, bcast 256 KiB 106 -> 86 us and 4 MiB 957 -> 858 us, each
+         * faster in all 3 rounds (docs/PERFORMANCE.md, session 14). */
         atomic_store_explicit(&p->bulk_hint, 1, memory_order_relaxed);
+        udp_kick(u, g->id);
+    }
     if (pthread_mutex_trylock(&g->drive) == 0) {
         udp_send_drive(u, g, dst);
         pthread_mutex_unlock(&g->drive);
-        if (bulk)
-            udp_kick(u, g->id);   /* the engine thread helps (udp_tx_help) */
-    } else {
+    } else if (!bulk) {
         udp_kick(u, g->id);
     }
     return ref ? PTL_PENDING : PLAIT_OK;
