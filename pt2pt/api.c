@@ -117,6 +117,7 @@ static int ppt_setup(ppt_state_t *s)
     prt_log_set_level(s->cfg.log_level);
     PRT_CHECK(prt_boot_init(&s->job, s->cfg.singleton_ok, s->cfg.timeout_s));
     prt_log_set_rank(s->job.rank);
+    PRT_CHECK(prt_trace_start(s->cfg.trace, s->job.rank));
     ppt_wait_policy(s);
     PRT_CHECK(ptl_shm_setup(&s->shm, &s->job, &s->cfg));
     if (ppt_needs_tcp(s))
@@ -177,6 +178,7 @@ int ppt_init(void)
         char why[512];
         snprintf(why, sizeof why, "%s", prt_err_text());
         ppt_teardown(s);
+        prt_trace_stop();
         if (s->job.pmix)
             prt_boot_finalize(&s->job);
         free(s);
@@ -195,6 +197,7 @@ int ppt_fini(void)
         ptl_udp_stats_print(&s->udp, stderr);
     atomic_store(&ppt_phase, PPT_PHASE_FINALIZED);
     ppt_teardown(s);
+    prt_trace_stop();   /* the transports' threads have stopped */
     rc = prt_boot_finalize(&s->job);
     pthread_mutex_destroy(&s->lock);
     free(s);

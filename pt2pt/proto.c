@@ -123,6 +123,7 @@ void ppt_zc_done(void *ctx, uint64_t cookie, int rc)
         return;   /* withdrawn (cancelled) meanwhile */
     if (rc != PLAIT_OK)
         r->zc_rc = rc;   /* the transport's verdict over a later frame's refusal */
+    prt_trace('Z', r->zc_pending - 1, 0);
     if (--r->zc_pending == 0 && r->zc_streamed)
         stream_end(s, r, PLAIT_OK);
 }
@@ -134,8 +135,10 @@ static int tx_data(ptl_tl_t *tl, int world, ppt_tx_t *t, const void *p, size_t n
 {
     int rc;
     if (tl->ops->send_placed_zc) {
+        prt_trace('D', (int64_t)n, world);
         rc = tl->ops->send_placed_zc(tl, world, &t->hdr, sizeof t->hdr, p, n, t->hdr.rid,
                                      t->hdr.aux, t->req->id);
+        prt_trace('d', (int64_t)n, rc);
         if (rc == PTL_PENDING) {
             t->req->zc_pending++;
             rc = PLAIT_OK;
@@ -385,6 +388,7 @@ static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, in
                 ppt_req_unregister(s, r);
         }
         if (rc == PLAIT_OK) {
+            prt_trace('C', (int64_t)len, world);
             control(s, world, PPT_CTS, sid, r->id);
             return;
         }
@@ -478,6 +482,7 @@ static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
 
 static void rx_rts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
+    prt_trace('r', (int64_t)h->len, world);
     ppt_mq_t *mq = rx_mq(s, h->ctx);
     plait_request_t r;
     ppt_umsg_t *u;
@@ -549,6 +554,7 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
     plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
     ppt_tx_t *t;
+    prt_trace('c', 0, world);
     if (!r) {
         prt_log(PRT_LOG_WARN, "dropped a CTS from rank %d naming no live send", world);
         return;
@@ -570,6 +576,7 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 static void rx_data(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload, size_t plen)
 {
     plait_request_t r = rx_req(s, h->rid, PPT_REQ_RECV, world);
+    prt_trace('F', (int64_t)plen, world);
     if (!r || h->aux != r->got || plen > r->total - r->got || plen == 0) {
         prt_log(PRT_LOG_WARN, "dropped a DATA frame from rank %d (unknown request or bad offset)",
                 world);
@@ -729,6 +736,7 @@ int ppt_isend_flags_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, cons
             r->head = len / 2 < cap ? len / 2 : cap;
         }
         h.head = (uint32_t)r->head;
+        prt_trace('R', (int64_t)len, world);
         if (rc == PLAIT_OK)
             rc = tx_frame(s, world, &h, NULL, 0, NULL);
         if (rc == PLAIT_OK && r->head)

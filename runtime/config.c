@@ -75,6 +75,9 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
     {"PLAIT_STATS", PRT_CFG_BOOL, "0", NULL,
      "print per-connection and per-path transport counters to stderr at plait_finalize",
      CFG_AT(stats)},
+    {"PLAIT_TRACE", PRT_CFG_STRING, "", NULL,
+     "directory to write an event timeline of each rank to at plait_finalize "
+     "(plait-trace.RANK.txt; bench/timeline.py reads them; empty: off)", CFG_AT(trace)},
     {"PLAIT_SHM_EAGER_LIMIT", PRT_CFG_SIZE, "16K", NULL,
      "largest message sent eagerly through the shared-memory ring (larger: rendezvous, one copy)", CFG_AT(shm_eager_limit)},
     {"PLAIT_NET_EAGER_LIMIT", PRT_CFG_SIZE, "128K", NULL,

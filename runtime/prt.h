@@ -8,6 +8,7 @@
 #define PLAIT_RUNTIME_PRT_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,6 +101,7 @@ typedef struct {
     size_t   udp_zcopy_min;    /* PLAIT_UDP_ZCOPY_MIN: reference DATA payloads from this size (0 off) */
     int      udp_tx_help;      /* PLAIT_UDP_TX_HELP: PRT_TX_HELP_* */
     int      stats;            /* PLAIT_STATS: print transport counters at finalize */
+    char     trace[256];       /* PLAIT_TRACE: directory for an event timeline ("" off) */
     /* collectives: forced algorithm per collective (0 = auto; the choices'
      * order is coll/pcoll.h's PCOLL_* algorithm ids) and reduction kernels */
     int      allreduce_algo;      /* PLAIT_ALLREDUCE_ALGO */
@@ -134,6 +136,22 @@ void *prt_map_del(prt_map_t *m, uint64_t key);
 /* ----------------------------------------------------------------- clocks */
 
 uint64_t prt_now_ns(void);   /* CLOCK_MONOTONIC */
+
+/* ------------------------------------------------------------------ trace */
+/*
+ * An event timeline of this process (PLAIT_TRACE=DIR, trace.c lists the
+ * events): prt_trace marks one; written to DIR/plait-trace.RANK.txt by
+ * prt_trace_stop at finalize.
+ */
+extern _Atomic int prt_trace_on;
+int  prt_trace_start(const char *dir, int rank);
+void prt_trace_event(char ev, int64_t a, int64_t b);
+void prt_trace_stop(void);
+static inline void prt_trace(char ev, int64_t a, int64_t b)
+{
+    if (atomic_load_explicit(&prt_trace_on, memory_order_relaxed))
+        prt_trace_event(ev, a, b);
+}
 
 /* --------------------------------------------------------------- bootstrap */
 /*

@@ -261,6 +261,39 @@ else
     skip "ab-table.py" "no python3"
 fi
 
+# ---------------------------------------------- event timelines (PLAIT_TRACE)
+
+if [ -x "$PLAITRUN" ] && command -v python3 >/dev/null; then
+    mkdir -p "$T/trace"
+    # over udp on loopback: rendezvous with RTS, CTS and DATA frames
+    run_rc 0 env PLAIT_TRACE="$T/trace" PLAIT_TRANSPORT=udp "$PLAITRUN" -n 2 "$BENCH" pt2pt -m lat \
+        -b 256K -e 256K -n 20 -w 2
+    check "PLAIT_TRACE: a file per rank, header and events of every layer" \
+        eval 'for r in 0 1; do
+                  head -1 "$T/trace/plait-trace.$r.txt" | grep -q "^# plait trace: rank $r pid" || exit 1
+              done
+              cat "$T"/trace/plait-trace.*.txt | awk "!/^#/ {print \$3}" | sort -u | tr -d "\n" >"$T/evs"
+              for e in R r C c D d F S s V; do grep -q "$e" "$T/evs" || exit 1; done'
+    python3 "$S/bench/timeline.py" "$T/trace" --check --message 3 >"$T/out" 2>"$T/err"
+    check "timeline.py --check: 44 rendezvous (22 each way), events in causal order, phases" \
+        eval 'grep -q "^# [0-9]* events, 44 rendezvous messages" "$T/out" &&
+              grep -q "^check: every message.s events in causal order" "$T/out" &&
+              grep -q "^total " "$T/out" && grep -q "^## message 3, rank 0 -> 1" "$T/out"'
+    # a violation must be caught: rank 1's clock pushed 1 s back
+    mkdir -p "$T/trace2"
+    cp "$T/trace/plait-trace.0.txt" "$T/trace2/"
+    awk '/^#/ {print; next} {$1 = sprintf("%.0f", $1 - 1000000000); print}' "$T/trace/plait-trace.1.txt" \
+        >"$T/trace2/plait-trace.1.txt"
+    check "timeline.py --check fails on events out of causal order" \
+        eval '! python3 "$S/bench/timeline.py" "$T/trace2" --check >"$T/out" 2>"$T/err" &&
+              grep -q "^out of order: message 0 from rank 0 to 1: R at" "$T/out"'
+    check "PLAIT_TRACE naming a directory that cannot be written: plait_init fails naming it" \
+        eval '! timeout 60 env PLAIT_TRACE=/nonexistent/dir "$PLAITRUN" -n 1 "$BENCH" pt2pt -n 1 \
+                  >"$T/out" 2>"$T/err" && grep -q "PLAIT_TRACE=/nonexistent/dir: cannot write" "$T/err"'
+else
+    skip "PLAIT_TRACE timelines" "launcher/plaitrun not built or no python3"
+fi
+
 # ------------------------------------------------- the MPI twin of the benchmark
 
 if [ -x "$OSU" ] && command -v mpirun >/dev/null; then

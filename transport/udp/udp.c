@@ -649,6 +649,19 @@ static void udp_msg_build(udp_txb_t *b, udp_peer_t *p, int m, int i, int k)
     }
 }
 
+/* PLAIT_TRACE: the payload bytes and packets of messages m..m+k-1 of b
+ * (one sendmmsg), counted only while tracing. */
+static void udp_trace_send(const udp_txb_t *b, int m, int k)
+{
+    int64_t bytes = 0;
+    int first = b->mfirst[m], end = b->mfirst[m + k - 1] + b->mcount[m + k - 1];
+    if (!atomic_load_explicit(&prt_trace_on, memory_order_relaxed))
+        return;
+    for (int j = first; j < end; j++)
+        bytes += (int64_t)(b->out[j].len + b->out[j].len2);
+    prt_trace_event('S', bytes, end - first);
+}
+
 /* Hands the batch's packets (all for peer p) to the kernel: runs of equal
  * packets on one path go as one GSO datagram where the kernel takes them,
  * runs of datagrams on one path in one sendmmsg. A full socket buffer loses
@@ -677,7 +690,9 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
         int path = b->mpath[m], k = 1, rc;
         while (m + k < nm && b->mpath[m + k] == path)
             k++;
+        udp_trace_send(b, m, k);
         rc = sendmmsg(u->fds[path], &b->m[m], (unsigned)k, MSG_DONTWAIT);
+        prt_trace('s', rc, path);
         if (rc < 0 && b->m[m].msg_hdr.msg_controllen && (errno == EIO || errno == EINVAL ||
                                                          errno == EOPNOTSUPP)) {
             /* this kernel or device cannot segment: send the packets one by one from now on */
@@ -893,7 +908,9 @@ static void udp_rx_flush(udp_t *u, udp_engine_t *g, int *ready)
     udp_rxb_t *r = g->rxb;
     if (!r->nrun)
         return;
+    prt_trace('p', r->ncopy, 0);
     udp_copy_split(u, g, r->copies, r->ncopy);
+    prt_trace('P', r->ncopy, 0);
     for (int k = 0; k < r->nrun; k++) {
         udp_peer_t *p = &u->peers[r->run_peer[k]];
         atomic_fetch_sub(&p->copying, 1);
@@ -1054,6 +1071,7 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
         now = prt_now_ns();
         for (int i = 0; i < n; i++)
             bytes += r->m[i].msg_len;
+        prt_trace('V', (int64_t)bytes, n);
         g->rx_vlen = udp_rx_vlen(n, bytes);
         for (int i = 0; i < n; i++) {
             size_t len = r->m[i].msg_len, seg = udp_gro_size(&r->m[i].msg_hdr);
