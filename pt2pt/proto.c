@@ -44,7 +44,9 @@
  * exchanges slower (alltoall 512 KiB-1 MiB 235-428 -> 288-491 us,
  * allreduce 512 KiB-1 MiB 480-793 -> 549-1034): with data flowing both
  * ways the link is busy anyway, and the head costs the receiver a copy
- * (and its buffering while unexpected). docs/PERFORMANCE.md, session 13. */
+ * (and its buffering while unexpected). docs/PERFORMANCE.md, session 13.
+ * Session 14, with the udp engine kicked before a bulk send: slower one-way
+ * as well (bcast 256 KiB 92 -> 115 us), so it stays off. */
 #define PPT_HEAD_MAX (1u << 20)
 
 /* ------------------------------------------------------------ sending */
