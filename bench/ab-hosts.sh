@@ -11,7 +11,8 @@
 #   bench/ab-hosts.sh [-r ROUNDS] [-o RAWFILE] [VARIANT...]
 #     VARIANT: base, new, BUILD:VAR=VAL[:VAR=VAL] (plaitrun -x), or ompi
 #     (default: ompi base new); -r: rounds (default 3); -o: keep the raw
-#     lines (default: a temporary file).
+#     lines (default: a temporary file). With base and new among the
+#     variants, each table is followed by new / base of every round.
 # Builds base from kit/base.tar.gz and new from plait-0.1.0.tar.gz.
 set -u
 rounds=3 raw=
@@ -19,7 +20,7 @@ while getopts r:o:h opt; do
     case $opt in
         r) rounds=$OPTARG ;;
         o) raw=$OPTARG ;;
-        *) sed -n '2,16p' "$0"; exit 2 ;;
+        *) sed -n '2,18p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -44,4 +45,7 @@ source "$here/device-ab.sh" "$here/../kit/base.tar.gz" "$here/../plait-0.1.0.tar
 } > "$raw" 2>&1
 hosts_down ab >/dev/null 2>&1
 echo "# raw lines: $raw ($(date -u +%FT%TZ), $(nproc) cores, rounds $rounds)"
-python3 "$here/ab-table.py" "$raw"
+# base against new round by round too, where both ran (ab-table.py --paired)
+case " $* " in *" base "*" new "*|*" new "*" base "*) pair="--paired base new" ;; *) pair= ;; esac
+# shellcheck disable=SC2086
+python3 "$here/ab-table.py" $pair "$raw"

@@ -257,6 +257,13 @@ if command -v python3 >/dev/null; then
               grep -q "^### demo (us)$" "$T/ab.md"'
     python3 "$S/bench/ab-table.py" --bw "$T/ab.txt" >"$T/ab.md" 2>"$T/err"
     check "ab-table.py --bw: ratio new/ompi" grep -q "^| 8 | 200.0 (3) | 100.0 (3) | 0.50 |$" "$T/ab.md"
+    python3 "$S/bench/ab-table.py" --paired ompi new "$T/ab.txt" >"$T/ab.md" 2>"$T/err"
+    check "ab-table.py --paired: new/ompi of each round where both ran (8: 0.50 0.67 0.50; 16: 4.00)" \
+        eval 'grep -q "^| 8 | 0.50 0.67 0.50 | 3 of 3 |$" "$T/ab.md" &&
+              grep -q "^| 16 | 4.00 | 0 of 1 |$" "$T/ab.md"'
+    check "ab-table.py rejects an unknown option (exit 2)" \
+        eval 'python3 "$S/bench/ab-table.py" --bogus "$T/ab.txt" >"$T/out" 2>&1; [ $? -eq 2 ] &&
+              grep -q "Usage: bench/ab-table.py" "$T/out"'
 else
     skip "ab-table.py" "no python3"
 fi
