@@ -20,7 +20,7 @@ while getopts r:o:h opt; do
     case $opt in
         r) rounds=$OPTARG ;;
         o) raw=$OPTARG ;;
-        *) sed -n '2,18p' "$0"; exit 2 ;;
+        *) sed -n '2,16p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
