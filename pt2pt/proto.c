@@ -125,7 +125,7 @@ void ppt_zc_done(void *ctx, uint64_t cookie, int rc)
         return;   /* withdrawn (cancelled) meanwhile */
     if (rc != PLAIT_OK)
         r->zc_rc = rc;   /* the transport's verdict over a later frame's refusal */
-    prt_trace('Z', r->zc_pending - 1, 0);
+    prt_trace('Z', r->zc_pending - 1, 0, r->id);
     if (--r->zc_pending == 0 && r->zc_streamed)
         stream_end(s, r, PLAIT_OK);
 }
@@ -136,21 +136,22 @@ void ppt_zc_done(void *ctx, uint64_t cookie, int rc)
 static int tx_data(ptl_tl_t *tl, int world, ppt_tx_t *t, const void *p, size_t n)
 {
     int rc;
+    prt_trace('D', (int64_t)n, world, t->hdr.rid);
     if (tl->ops->send_placed_zc) {
-        prt_trace('D', (int64_t)n, world);
         rc = tl->ops->send_placed_zc(tl, world, &t->hdr, sizeof t->hdr, p, n, t->hdr.rid,
                                      t->hdr.aux, t->req->id);
-        prt_trace('d', (int64_t)n, rc);
         if (rc == PTL_PENDING) {
             t->req->zc_pending++;
             rc = PLAIT_OK;
         }
-        return rc;
+    } else if (tl->ops->send_placed) {
+        rc = tl->ops->send_placed(tl, world, &t->hdr, sizeof t->hdr, p, n, t->hdr.rid,
+                                  t->hdr.aux);
+    } else {
+        rc = tl->ops->send(tl, world, &t->hdr, sizeof t->hdr, p, n);
     }
-    if (tl->ops->send_placed)
-        return tl->ops->send_placed(tl, world, &t->hdr, sizeof t->hdr, p, n, t->hdr.rid,
-                                    t->hdr.aux);
-    return tl->ops->send(tl, world, &t->hdr, sizeof t->hdr, p, n);
+    prt_trace('d', (int64_t)n, rc, t->hdr.rid);
+    return rc;
 }
 
 /* Streams DATA fragments of a send (copy path); 1 when the ring filled up. */
@@ -390,7 +391,7 @@ static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, in
                 ppt_req_unregister(s, r);
         }
         if (rc == PLAIT_OK) {
-            prt_trace('C', (int64_t)len, world);
+            prt_trace('C', (int64_t)r->id, world, sid);
             control(s, world, PPT_CTS, sid, r->id);
             return;
         }
@@ -484,7 +485,7 @@ static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
 
 static void rx_rts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
-    prt_trace('r', (int64_t)h->len, world);
+    prt_trace('r', (int64_t)h->len, world, h->sid);
     ppt_mq_t *mq = rx_mq(s, h->ctx);
     plait_request_t r;
     ppt_umsg_t *u;
@@ -556,11 +557,11 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
     plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
     ppt_tx_t *t;
-    prt_trace('c', 0, world);
     if (!r) {
         prt_log(PRT_LOG_WARN, "dropped a CTS from rank %d naming no live send", world);
         return;
     }
+    prt_trace('c', (int64_t)h->aux, world, h->sid);
     t = calloc(1, sizeof *t);
     if (!t) {
         ppt_req_unregister(s, r);
@@ -578,12 +579,12 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 static void rx_data(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload, size_t plen)
 {
     plait_request_t r = rx_req(s, h->rid, PPT_REQ_RECV, world);
-    prt_trace('F', (int64_t)plen, world);
     if (!r || h->aux != r->got || plen > r->total - r->got || plen == 0) {
         prt_log(PRT_LOG_WARN, "dropped a DATA frame from rank %d (unknown request or bad offset)",
                 world);
         return;
     }
+    prt_trace('F', (int64_t)plen, world, h->rid);
     if (r->got < r->len && payload) {   /* NULL: the transport placed it already */
         size_t room = r->len - r->got;
         memcpy((char *)r->buf + r->got, payload, plen < room ? plen : room);
@@ -738,9 +739,10 @@ int ppt_isend_flags_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, cons
             r->head = len / 2 < cap ? len / 2 : cap;
         }
         h.head = (uint32_t)r->head;
-        prt_trace('R', (int64_t)len, world);
-        if (rc == PLAIT_OK)
+        if (rc == PLAIT_OK) {
+            prt_trace('R', (int64_t)len, world, r->id);
             rc = tx_frame(s, world, &h, NULL, 0, NULL);
+        }
         if (rc == PLAIT_OK && r->head)
             rc = tx_head_start(s, world, r, &h);
     }

@@ -143,14 +143,15 @@ uint64_t prt_now_ns(void);   /* CLOCK_MONOTONIC */
  * events): prt_trace marks one; written to DIR/plait-trace.RANK.txt by
  * prt_trace_stop at finalize.
  */
-extern _Atomic int prt_trace_on;
-int  prt_trace_start(const char *dir, int rank);
-void prt_trace_event(char ev, int64_t a, int64_t b);
+extern _Atomic int prt_trace_on __attribute__((visibility("hidden")));
+/* job: a name for this job in the file's header (the PMIx namespace's tag) */
+int  prt_trace_start(const char *dir, int rank, const char *job);
+void prt_trace_event(char ev, int64_t a, int32_t b, uint64_t id);
 void prt_trace_stop(void);
-static inline void prt_trace(char ev, int64_t a, int64_t b)
+static inline void prt_trace(char ev, int64_t a, int32_t b, uint64_t id)
 {
     if (atomic_load_explicit(&prt_trace_on, memory_order_relaxed))
-        prt_trace_event(ev, a, b);
+        prt_trace_event(ev, a, b, id);
 }
 
 /* --------------------------------------------------------------- bootstrap */

@@ -282,10 +282,19 @@ if [ -x "$PLAITRUN" ] && command -v python3 >/dev/null; then
               cat "$T"/trace/plait-trace.*.txt | awk "!/^#/ {print \$3}" | sort -u | tr -d "\n" >"$T/evs"
               for e in R r C c D d F S s V; do grep -q "$e" "$T/evs" || exit 1; done'
     python3 "$S/bench/timeline.py" "$T/trace" --check --message 3 >"$T/out" 2>"$T/err"
-    check "timeline.py --check: 44 rendezvous (22 each way), events in causal order, phases" \
+    check "timeline.py --check: 44 rendezvous (22 each way), complete, in causal order, phases" \
         eval 'grep -q "^# [0-9]* events, 44 rendezvous messages" "$T/out" &&
               grep -q "^check: every message.s events in causal order" "$T/out" &&
-              grep -q "^total " "$T/out" && grep -q "^## message 3, rank 0 -> 1" "$T/out"'
+              grep -q "^## rank 0 -> 1, 262144 bytes: 20 messages" "$T/out" &&
+              grep -q "^total " "$T/out" &&
+              grep -q "^## message [0-9]* (send id) of rank 0 -> 1, 262144 bytes" "$T/out"'
+    # receives matched in another order than their announcements came (4 in
+    # reverse, some posted late): messages are paired by request id
+    mkdir -p "$T/trace3"
+    run_rc 0 env PLAIT_TRACE="$T/trace3" PLAIT_TRANSPORT=udp "$PLAITRUN" -n 2 "$B/tests/integration/pt2pt_late"
+    python3 "$S/bench/timeline.py" "$T/trace3" --check >"$T/out" 2>"$T/err"
+    check "timeline.py --check over pt2pt_late (receives out of order): every message complete" \
+        grep -q "^check: every message.s events in causal order" "$T/out"
     # a violation must be caught: rank 1's clock pushed 1 s back
     mkdir -p "$T/trace2"
     cp "$T/trace/plait-trace.0.txt" "$T/trace2/"
@@ -293,7 +302,19 @@ if [ -x "$PLAITRUN" ] && command -v python3 >/dev/null; then
         >"$T/trace2/plait-trace.1.txt"
     check "timeline.py --check fails on events out of causal order" \
         eval '! python3 "$S/bench/timeline.py" "$T/trace2" --check >"$T/out" 2>"$T/err" &&
-              grep -q "^out of order: message 0 from rank 0 to 1: R at" "$T/out"'
+              grep -q "^out of order: message [0-9]* from rank [01] to [01]: . at" "$T/out"'
+    # a rank that never finalized (an empty file), another's full buffer, a CTS without DATA
+    : >"$T/trace2/plait-trace.7.txt"
+    cp "$T/trace/plait-trace.1.txt" "$T/trace2/plait-trace.1.txt"
+    sed -i '1s/dropped 0/dropped 5/' "$T/trace2/plait-trace.1.txt"
+    python3 "$S/bench/timeline.py" "$T/trace2" --check >"$T/out" 2>"$T/err"
+    check "timeline.py: an empty file is left out, dropped events are reported" \
+        eval 'grep -q "plait-trace.7.txt: no header" "$T/err" &&
+              grep -q "rank 1 dropped 5 events" "$T/err" && grep -q "^check: every message" "$T/out"'
+    sed -i '1s/dropped 5/dropped 0/; / F /d' "$T/trace2/plait-trace.1.txt"
+    check "timeline.py --check fails on a message missing its delivery" \
+        eval '! python3 "$S/bench/timeline.py" "$T/trace2" --check >"$T/out" 2>"$T/err" &&
+              grep -q "^out of order: message [0-9]* from rank 0 to 1: no F event" "$T/out"'
     check "PLAIT_TRACE naming a directory that cannot be written: plait_init fails naming it" \
         eval '! timeout 60 env PLAIT_TRACE=/nonexistent/dir "$PLAITRUN" -n 1 "$BENCH" pt2pt -n 1 \
                   >"$T/out" 2>"$T/err" && grep -q "PLAIT_TRACE=/nonexistent/dir: cannot write" "$T/err"'

@@ -654,12 +654,14 @@ static void udp_msg_build(udp_txb_t *b, udp_peer_t *p, int m, int i, int k)
 static void udp_trace_send(const udp_txb_t *b, int m, int k)
 {
     int64_t bytes = 0;
-    int first = b->mfirst[m], end = b->mfirst[m + k - 1] + b->mcount[m + k - 1];
+    int first, end;
     if (!atomic_load_explicit(&prt_trace_on, memory_order_relaxed))
         return;
+    first = b->mfirst[m];
+    end = b->mfirst[m + k - 1] + b->mcount[m + k - 1];
     for (int j = first; j < end; j++)
         bytes += (int64_t)(b->out[j].len + b->out[j].len2);
-    prt_trace_event('S', bytes, end - first);
+    prt_trace_event('S', bytes, end - first, 0);
 }
 
 /* Hands the batch's packets (all for peer p) to the kernel: runs of equal
@@ -692,7 +694,6 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
             k++;
         udp_trace_send(b, m, k);
         rc = sendmmsg(u->fds[path], &b->m[m], (unsigned)k, MSG_DONTWAIT);
-        prt_trace('s', rc, path);
         if (rc < 0 && b->m[m].msg_hdr.msg_controllen && (errno == EIO || errno == EINVAL ||
                                                          errno == EOPNOTSUPP)) {
             /* this kernel or device cannot segment: send the packets one by one from now on */
@@ -713,6 +714,7 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
                 pkts += (uint64_t)b->mcount[m + j];
             atomic_fetch_add_explicit(&u->st_sndbuf, pkts, memory_order_relaxed);
         }
+        prt_trace('s', rc, path, 0);   /* (after the checks of errno) */
         m += rc > 0 ? rc : k;
         udp_count(&u->st_syscalls);
     }
@@ -908,9 +910,9 @@ static void udp_rx_flush(udp_t *u, udp_engine_t *g, int *ready)
     udp_rxb_t *r = g->rxb;
     if (!r->nrun)
         return;
-    prt_trace('p', r->ncopy, 0);
+    prt_trace('p', r->ncopy, 0, 0);
     udp_copy_split(u, g, r->copies, r->ncopy);
-    prt_trace('P', r->ncopy, 0);
+    prt_trace('P', r->ncopy, 0, 0);
     for (int k = 0; k < r->nrun; k++) {
         udp_peer_t *p = &u->peers[r->run_peer[k]];
         atomic_fetch_sub(&p->copying, 1);
@@ -1071,7 +1073,7 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, int fd, int *touched, int *nt,
         now = prt_now_ns();
         for (int i = 0; i < n; i++)
             bytes += r->m[i].msg_len;
-        prt_trace('V', (int64_t)bytes, n);
+        prt_trace('V', (int64_t)bytes, n, 0);
         g->rx_vlen = udp_rx_vlen(n, bytes);
         for (int i = 0; i < n; i++) {
             size_t len = r->m[i].msg_len, seg = udp_gro_size(&r->m[i].msg_hdr);
