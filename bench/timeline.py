@@ -33,6 +33,7 @@ import statistics
 import sys
 
 PHASES = ["rts", "match", "cts", "start", "data", "total"]
+THREADS = {}   # (rank, thread number) -> the thread's name, from the files' headers
 
 
 def warn(msg):
@@ -47,6 +48,11 @@ def load_file(f):
             if line.startswith("# plait trace:"):
                 w = line.split()
                 hdr = dict(zip(w[3::2], w[4::2]))
+                continue
+            if line.startswith("# thread ") and hdr is not None:
+                w = line.split()
+                if len(w) >= 4:
+                    THREADS[(int(hdr["rank"]), int(w[2]))] = w[3]
                 continue
             if line.startswith("#") or not line.strip():
                 continue
@@ -158,6 +164,10 @@ def show(evs, m):
     i = bisect.bisect_left(times, m["R"])
     print("\n## message %d (send id) of rank %d -> %d, %d bytes: events from its RTS "
           "(us, rank.thread)" % (m["sid"], m["src"], m["dst"], m["len"]))
+    names = ["%d.%d %s" % (r, t, n) for (r, t), n in sorted(THREADS.items())
+             if r in (m["src"], m["dst"])]
+    if names:
+        print("# threads: " + ", ".join(names))
     while i < len(evs) and evs[i][0] <= end:
         e = evs[i]
         if e[1] in (m["src"], m["dst"]):

@@ -12,9 +12,10 @@
  * prt_trace_on. On, an event is an atomic increment and a 32-byte store;
  * the buffer holds PRT_TRACE_CAP events, later ones are counted as dropped.
  *
- * Events (code: a, b, id). The ids tie a rendezvous together across the
- * two ranks: sid is the sender's request id, rid the receiver's (each
- * process numbers its requests once, never reusing one).
+ * The file lists each thread by number and name (engine threads are
+ * plait-udpN). Events (code: a, b, id). The ids tie a rendezvous together
+ * across the two ranks: sid is the sender's request id, rid the receiver's
+ * (each process numbers its requests once, never reusing one).
  *   R  RTS sent (bytes, destination world rank, sid)
  *   r  RTS received (bytes, source, sid)
  *   C  CTS sent (rid, source, sid)              c  CTS received (rid, source, sid)
@@ -42,6 +43,7 @@
 #include "runtime/prt.h"
 
 #define PRT_TRACE_CAP (1u << 20)
+#define PRT_TRACE_NAMES 64   /* threads whose names the file lists */
 
 typedef struct {
     uint64_t t;
@@ -59,6 +61,7 @@ _Atomic int prt_trace_on;
 static struct {
     prt_trace_ev_t  *ev;
     _Atomic int      ntid;
+    char             names[PRT_TRACE_NAMES][16];   /* by thread number, set at its first event */
     int              rank;
     char             job[48];
     char             path[512];
@@ -100,8 +103,12 @@ void prt_trace_event(char ev, int64_t a, int32_t b, uint64_t id)
     i = atomic_fetch_add_explicit(&trace.n, 1, memory_order_relaxed);
     if (i >= PRT_TRACE_CAP)
         return;
-    if (trace_tid < 0)
+    if (trace_tid < 0) {
         trace_tid = atomic_fetch_add(&trace.ntid, 1);
+        if (trace_tid < PRT_TRACE_NAMES &&
+            pthread_getname_np(pthread_self(), trace.names[trace_tid], sizeof trace.names[0]))
+            trace.names[trace_tid][0] = '\0';
+    }
     e = &trace.ev[i];
     e->t = prt_now_ns();
     e->a = a;
@@ -129,6 +136,8 @@ void prt_trace_stop(void)
         fprintf(f, "# plait trace: rank %d pid %d host %s job %s clock CLOCK_MONOTONIC events %llu "
                 "dropped %llu\n# t_ns thread event a b id\n", trace.rank, (int)getpid(), host,
                 trace.job, (unsigned long long)kept, (unsigned long long)(n - kept));
+        for (int t = 0; t < atomic_load(&trace.ntid) && t < PRT_TRACE_NAMES; t++)
+            fprintf(f, "# thread %d %s\n", t, trace.names[t][0] ? trace.names[t] : "?");
         for (uint64_t i = 0; i < kept; i++) {
             const prt_trace_ev_t *e = &trace.ev[i];
             if (e->ev)   /* (a slot claimed but not yet written: none once threads stopped) */
@@ -142,4 +151,6 @@ void prt_trace_stop(void)
     }
     free(trace.ev);
     trace.ev = NULL;
+    memset(trace.names, 0, sizeof trace.names);
+    atomic_store(&trace.ntid, 0);
 }

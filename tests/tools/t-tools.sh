@@ -275,9 +275,10 @@ if [ -x "$PLAITRUN" ] && command -v python3 >/dev/null; then
     # over udp on loopback: rendezvous with RTS, CTS and DATA frames
     run_rc 0 env PLAIT_TRACE="$T/trace" PLAIT_TRANSPORT=udp "$PLAITRUN" -n 2 "$BENCH" pt2pt -m lat \
         -b 256K -e 256K -n 20 -w 2
-    check "PLAIT_TRACE: a file per rank, header and events of every layer" \
+    check "PLAIT_TRACE: a file per rank, header, thread names and events of every layer" \
         eval 'for r in 0 1; do
                   head -1 "$T/trace/plait-trace.$r.txt" | grep -q "^# plait trace: rank $r pid" || exit 1
+                  grep -q "^# thread 0 plait-bench$" "$T/trace/plait-trace.$r.txt" || exit 1
               done
               cat "$T"/trace/plait-trace.*.txt | awk "!/^#/ {print \$3}" | sort -u | tr -d "\n" >"$T/evs"
               for e in R r C c D d F S s V; do grep -q "$e" "$T/evs" || exit 1; done'

@@ -1233,6 +1233,9 @@ static void *udp_engine_main(void *arg)
 {
     udp_engine_t *g = arg;
     udp_t *u = g->u;
+    char name[16];
+    snprintf(name, sizeof name, "plait-udp%d", g->id);   /* (top -H, perf, gdb, PLAIT_TRACE) */
+    pthread_setname_np(pthread_self(), name);
     uint64_t idle_since = 0;
     while (!atomic_load(&u->stop)) {
         int work, ready = 0;
