@@ -1357,10 +1357,11 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
          * starts: kicked after it, it woke when a 256 KiB frame had gone
          * (the caller's budget covers one), so it never sent a packet of
          * one (a timeline of one message on the 16-core machine). Kicked
-         * first, it takes chunks on other paths meanwhile: one call, 3
-         * interleaved rounds, 2 hosts x 1 rank, ping-pong 256 KiB 98 -> 85
-         * us, bcast 256 KiB 106 -> 86 us and 4 MiB 957 -> 858 us, each
-         * faster in all 3 rounds (docs/PERFORMANCE.md, session 14). */
+         * first, it takes chunks on other paths meanwhile: 2 hosts x 1
+         * rank, the 2-rank bcast of 256 KiB-1 MiB was faster in every
+         * round of three calls (9 of 9; e.g. 101 -> 81 us at 256 KiB);
+         * ping-pong gained in two calls and lost in the third, noisier one
+         * (docs/PERFORMANCE.md, session 14). */
         atomic_store_explicit(&p->bulk_hint, 1, memory_order_relaxed);
         udp_kick(u, g->id);
     }
