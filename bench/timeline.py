@@ -205,8 +205,9 @@ def main():
     for (x, y, n), ms in sorted(groups.items()):
         ms = ms[int(len(ms) * o.skip):]
         print("\n## rank %d -> %d, %d bytes: %d messages (median us)" % (x, y, n, len(ms)))
+        ph = [phases(m) for m in ms]
         for name in PHASES:
-            v = [phases(m)[name] for m in ms if name in phases(m)]
+            v = [p[name] for p in ph if name in p]
             if v:
                 print("%-6s %9.1f   (min %.1f, max %.1f, %d messages)"
                       % (name, statistics.median(v), min(v), max(v), len(v)))

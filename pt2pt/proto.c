@@ -104,12 +104,19 @@ static int tx_frame(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
     return PLAIT_OK;
 }
 
+/* A frame of a send's stream (HEAD or DATA) was refused (rc): the first
+ * refusal is the send's verdict once the stream ends. */
+static void stream_fail(plait_request_t req, int rc)
+{
+    if (rc != PLAIT_OK && req->zc_rc == PLAIT_OK)
+        req->zc_rc = rc;
+}
+
 /* A send's DATA stream ended (rc): it completes now, or, while the
  * transport still reads its buffer, once ppt_zc_done saw the last frame. */
 static void stream_end(ppt_state_t *s, plait_request_t req, int rc)
 {
-    if (rc != PLAIT_OK && req->zc_rc == PLAIT_OK)
-        req->zc_rc = rc;
+    stream_fail(req, rc);
     req->zc_streamed = 1;
     if (req->zc_pending)
         return;
@@ -183,8 +190,7 @@ static int tx_head(ppt_state_t *s, int world, ppt_tx_t *t)
     int rc = tx_data(s->tl_of[world], world, t, t->payload, t->plen);
     if (rc == 1)
         return 1;
-    if (rc != PLAIT_OK && t->req->zc_rc == PLAIT_OK)
-        t->req->zc_rc = rc;
+    stream_fail(t->req, rc);
     return 0;
 }
 
@@ -485,10 +491,10 @@ static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
 
 static void rx_rts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
-    prt_trace('r', (int64_t)h->len, world, h->sid);
     ppt_mq_t *mq = rx_mq(s, h->ctx);
     plait_request_t r;
     ppt_umsg_t *u;
+    prt_trace('r', (int64_t)h->len, world, h->sid);
     s->heads[world] = (ppt_head_t){h->sid, 0, h->head};
     if (mq && (r = ppt_mq_match_posted(mq, h->src, h->tag)) != NULL) {
         rndv_start(s, r, world, h->src, h->tag, h->len, h->sid, h->aux, h->head, NULL);

@@ -94,15 +94,10 @@ int prt_trace_start(const char *dir, int rank, const char *job)
 
 void prt_trace_event(char ev, int64_t a, int32_t b, uint64_t id)
 {
-    uint64_t i;
+    uint64_t i = atomic_fetch_add_explicit(&trace.n, 1, memory_order_relaxed);
     prt_trace_ev_t *e;
-    if (atomic_load_explicit(&trace.n, memory_order_relaxed) >= PRT_TRACE_CAP) {
-        atomic_fetch_add_explicit(&trace.n, 1, memory_order_relaxed);   /* counted as dropped */
-        return;
-    }
-    i = atomic_fetch_add_explicit(&trace.n, 1, memory_order_relaxed);
     if (i >= PRT_TRACE_CAP)
-        return;
+        return;   /* counted as dropped */
     if (trace_tid < 0) {
         trace_tid = atomic_fetch_add(&trace.ntid, 1);
         if (trace_tid < PRT_TRACE_NAMES &&

@@ -1233,10 +1233,10 @@ static void *udp_engine_main(void *arg)
 {
     udp_engine_t *g = arg;
     udp_t *u = g->u;
+    uint64_t idle_since = 0;
     char name[16];
     snprintf(name, sizeof name, "plait-udp%d", g->id);   /* (top -H, perf, gdb, PLAIT_TRACE) */
     pthread_setname_np(pthread_self(), name);
-    uint64_t idle_since = 0;
     while (!atomic_load(&u->stop)) {
         int work, ready = 0;
         uint64_t now = prt_now_ns();
