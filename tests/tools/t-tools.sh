@@ -276,12 +276,12 @@ if [ -x "$PLAITRUN" ] && command -v python3 >/dev/null; then
     run_rc 0 env PLAIT_TRACE="$T/trace" PLAIT_TRANSPORT=udp "$PLAITRUN" -n 2 "$BENCH" pt2pt -m lat \
         -b 256K -e 256K -n 20 -w 2
     check "PLAIT_TRACE: a file per rank, header, thread names and events of every layer" \
-        eval 'for r in 0 1; do
+        eval '( for r in 0 1; do
                   head -1 "$T/trace/plait-trace.$r.txt" | grep -q "^# plait trace: rank $r pid" || exit 1
-                  grep -q "^# thread 0 plait-bench$" "$T/trace/plait-trace.$r.txt" || exit 1
+                  grep -q "^# thread [0-9]* plait-bench$" "$T/trace/plait-trace.$r.txt" || exit 1
               done
               cat "$T"/trace/plait-trace.*.txt | awk "!/^#/ {print \$3}" | sort -u | tr -d "\n" >"$T/evs"
-              for e in R r C c D d F S s V; do grep -q "$e" "$T/evs" || exit 1; done'
+              for e in R r C c D d F S s V; do grep -q "$e" "$T/evs" || exit 1; done )'
     python3 "$S/bench/timeline.py" "$T/trace" --check --message 3 >"$T/out" 2>"$T/err"
     check "timeline.py --check: 44 rendezvous (22 each way), complete, in causal order, phases" \
         eval 'grep -q "^# [0-9]* events, 44 rendezvous messages" "$T/out" &&
