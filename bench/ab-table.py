@@ -6,8 +6,9 @@ Input (files or stdin): "== TITLE" starts a section (one benchmark); each
 Output: per section, a markdown table with one row per size, the median of
 each variant's runs and the number of runs, and, when a variant named "ompi"
 is present, each other variant's ratio ompi / variant (values are times:
-> 1 means faster than Open MPI; for bandwidth sections pass --bw, then the
-ratio is variant / ompi).
+> 1 means faster than Open MPI; in bandwidth sections, those whose title
+says "MB/s" or "GB/s" or all with --bw, the ratio is variant / ompi, so > 1
+still means plait ahead).
 
 --paired BASE NEW adds, per section, the ratio NEW / BASE of each round (the
 two ran back to back in it) and how many rounds NEW was faster: the device
@@ -101,10 +102,11 @@ def main(argv):
     for f in files or ["-"]:
         lines += (sys.stdin if f == "-" else open(f)).readlines()
     for title, data in parse(lines):
-        print(table(title, data, bw))
+        sec_bw = bw or bool(re.search(r"[MG]B/s", title))
+        print(table(title, data, sec_bw))
         print()
         if pair:
-            extra = paired(title, data, bw, *pair)
+            extra = paired(title, data, sec_bw, *pair)
             if extra:
                 print(extra)
                 print()

@@ -257,6 +257,9 @@ if command -v python3 >/dev/null; then
               grep -q "^### demo (us)$" "$T/ab.md"'
     python3 "$S/bench/ab-table.py" --bw "$T/ab.txt" >"$T/ab.md" 2>"$T/err"
     check "ab-table.py --bw: ratio new/ompi" grep -q "^| 8 | 200.0 (3) | 100.0 (3) | 0.50 |$" "$T/ab.md"
+    sed 's/^== demo (us)$/== demo (MB\/s)/' "$T/ab.txt" | python3 "$S/bench/ab-table.py" >"$T/ab.md" 2>"$T/err"
+    check "ab-table.py: a section titled MB/s is bandwidth without --bw (ratio new/ompi)" \
+        grep -q "^| 8 | 200.0 (3) | 100.0 (3) | 0.50 |$" "$T/ab.md"
     python3 "$S/bench/ab-table.py" --paired ompi new "$T/ab.txt" >"$T/ab.md" 2>"$T/err"
     check "ab-table.py --paired: new/ompi of each round where both ran (8: 0.50 0.67 0.50; 16: 4.00)" \
         eval 'grep -q "^| 8 | 0.50 0.67 0.50 | 3 of 3 |$" "$T/ab.md" &&
