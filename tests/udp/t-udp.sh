@@ -99,6 +99,19 @@ if job "$name" 2 "PLAIT_STATS=1 PLAIT_UDP_TX_HELP=on" "$B/tools/plait-bench" col
     fi
 fi
 
+# A one-way bulk stream (checked): the receiver's engine thread, with nothing
+# to send, reads the socket beside the caller while data is expected.
+name="udp loopback: one-way bulk stream, engine thread helping (checked pt2pt bw 1-4 MiB)"
+if job "$name" 2 "PLAIT_STATS=1 PLAIT_UDP_TX_HELP=on" "$B/tools/plait-bench" pt2pt -m bw \
+    -b 1M -e 4M -n 10 -W 8 -c; then
+    if grep -Eq "rank 1: .*datagrams it received beside a caller [1-9]" "$out"; then
+        pass "udp loopback: the receiver's engine thread receives beside its caller"
+    else
+        fail "udp loopback: the receiver's engine thread receives beside its caller" \
+            "$(grep -o 'rank [0-9]: .*received beside a caller [0-9]*' "$out" | tr '\n' ' ')"
+    fi
+fi
+
 for cc in cubic swift dgpool eqds; do
     job "udp loopback: PLAIT_CC=$cc pt2pt_sizes -n 2" 2 "PLAIT_CC=$cc" "$BIN/pt2pt_sizes"
 done
