@@ -107,9 +107,12 @@
 #define UDP_TX_BUDGET (4 * UDP_BATCH)       /* packets per peer per pass: then the others run */
 #define UDP_RX_BYTES  (256u << 10)          /* bytes one recvmmsg should take: udp_rx_vlen */
 #define UDP_RX_SHARED 4                     /* most datagrams per recvmmsg while two threads
-                                             * may read the socket (udp_rx_help): after ACK-
-                                             * sized ones, udp_rx_vlen asks for 64, and one
-                                             * thread took a whole 512 KiB message */
+                                             * may read the socket (udp_rx_help) and GRO
+                                             * coalesces: after ACK-sized ones, udp_rx_vlen
+                                             * asks for 64, and one thread took a whole 512
+                                             * KiB message (uncoalesced, 4 packets per call
+                                             * would be a syscall per 6 KB) */
+#define UDP_RX_FULL   1200                  /* a datagram this long is data, not an ACK */
 #define UDP_RX_COPIES (UDP_BATCH * UDP_GSO_SEGS)   /* placement copies one batch may leave */
 #define UDP_SPLIT_MIN 128                   /* copies worth sharing with the engine thread
                                              * (fewer: the hand-over costs what it saves) */
@@ -170,6 +173,7 @@ typedef struct {
     uint32_t       ncopy;
     int            nrun;
     int            vlen;                      /* datagrams per recvmmsg (udp_rx_vlen) */
+    int            gro;                       /* the last full-size datagram was coalesced */
 } udp_rxb_t;
 
 /* One receive pass: its scratch (r for the batch, b for the ACKs it
@@ -1105,7 +1109,7 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, udp_rxp_t *x, int fd, int most
         uint64_t now;
         size_t bytes = 0;
         vlen = r->vlen;
-        if (vlen > UDP_RX_SHARED && u->tx_help && udp_rx_expected(u))
+        if (vlen > UDP_RX_SHARED && r->gro && u->tx_help && udp_rx_expected(u))
             vlen = UDP_RX_SHARED;
         n = recvmmsg(fd, r->m, (unsigned)vlen, MSG_DONTWAIT, NULL);
         udp_count(&u->st_syscalls);
@@ -1125,6 +1129,10 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, udp_rxp_t *x, int fd, int most
             }
             if (!seg || seg > len)
                 seg = len;
+            if (seg < len)
+                r->gro = 1;
+            else if (len >= UDP_RX_FULL)
+                r->gro = 0;
             udp_rx_dgram(u, x, r->bufs[i], len, seg, now);
             unacked += len;
             if (x->nt >= UDP_TOUCH - 1 || (unacked >= UDP_ACK_BYTES && x->nt)) {
@@ -1159,9 +1167,11 @@ static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 }
 
 /* The engine thread receives beside a caller that drives, while bulk data
- * arrives: one recvmmsg into scratch of its own (rxh), its packets' protocol
- * work under each peer's lock as a caller's pass does, its placement copies
- * and ACKs. The kernel's copy out of the socket is most of a receiver's
+ * is expected or arrives: up to UDP_BATCH datagrams into scratch of its own
+ * (rxh), their protocol work under each peer's lock as a caller's pass
+ * does, their placement copies and ACKs (one per call, or per UDP_ACK_BYTES:
+ * an ACK per recvmmsg of 4 uncoalesced packets cost the routed bed of
+ * udp-netns.sh a third of its unshaped goodput). The kernel's copy out of the socket is most of a receiver's
  * time, and two threads reading one socket make it in parallel (each
  * datagram goes to one of them whole). A PLAIT_TRACE timeline of a 2 x 1
  * exchange of 512 KiB on the 16-core machine showed both threads of a rank
@@ -1174,7 +1184,7 @@ static int udp_rx_help(udp_t *u, udp_engine_t *g)
     int n;
     if (!udp_rx_expected(u) && !udp_rx_bulk(u))
         return 0;
-    n = udp_rx_sock(u, g, &x, u->fds[g->id], 1);
+    n = udp_rx_sock(u, g, &x, u->fds[g->id], UDP_BATCH);
     udp_rx_ack(u, &x);
     atomic_fetch_add_explicit(&u->st_rx_helped, (uint64_t)n, memory_order_relaxed);
     if (x.ready & 4)
