@@ -156,11 +156,18 @@ int plait_irecv(void *buf,       size_t count, plait_dtype_t dt, int source, int
  *  as complete. status may be NULL. */
 int plait_test   (plait_request_t *req, int *done, plait_status_t *status);
 
-/** Waits until *req completes, returns its result and sets *req = NULL. */
+/** Waits until *req completes, returns its result and sets *req = NULL.
+ *  Two failures leave *req as it was, still posted, its buffer still in use:
+ *  PLAIT_ERR_TIMEOUT (PLAIT_TIMEOUT ran out; wait on it again to go on) and
+ *  PLAIT_ERR_PEER (the peer it needs is gone). */
 int plait_wait   (plait_request_t *req, plait_status_t *status);
 
-/** Waits for all n requests; returns PLAIT_OK or the first failure (every
- *  request is still completed and freed). statuses may be NULL. */
+/** Waits for all n requests in order; returns PLAIT_OK or the first failure.
+ *  A request that completes, with or without an error of its own (e.g.
+ *  PLAIT_ERR_TRUNCATE), is freed (NULL) and the wait goes on to the others.
+ *  On PLAIT_ERR_TIMEOUT or PLAIT_ERR_PEER it returns at once: that request
+ *  and the ones after it stay as they were (see plait_wait). statuses may be
+ *  NULL. */
 int plait_waitall(int n, plait_request_t reqs[], plait_status_t statuses[]);
 
 /* -------------------------------------------------------------- collectives */

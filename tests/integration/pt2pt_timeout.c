@@ -6,7 +6,10 @@
  * Meanwhile every other rank waits in an ibarrier polled with plait_test (a
  * poll never times out), so the job stays in step. Afterwards the last rank
  * sends the message: the timed-out receive must have been withdrawn, so a
- * fresh receive gets it whole. Then a normal barrier and finalize.
+ * fresh receive gets it whole. A non-blocking receive whose waitall timed
+ * out stays posted (plait.h: the request is left as it was): waited on
+ * again after the send, it completes with the message. Then a normal
+ * barrier and finalize.
  */
 #include "common.h"
 
@@ -35,7 +38,8 @@ static void ibarrier_poll(void)
 int main(void)
 {
     int silent;
-    unsigned char buf[100 + T_GUARD];
+    unsigned char buf[100 + T_GUARD], kept[64 + T_GUARD];
+    plait_request_t req = NULL;
     const char *to = getenv("PLAIT_TIMEOUT");
     t_init(&rank, &size);
     silent = size - 1;
@@ -56,6 +60,13 @@ int main(void)
         CHECK_RC_IS(plait_recv(buf, 100, PLAIT_BYTE, PLAIT_ANY_SOURCE, 6, plait_comm_world(), NULL),
                     PLAIT_ERR_TIMEOUT);
         CHECK(plait_last_error()[0] != '\0', "empty last_error after a timeout");
+        t_case = "waitall on a receive times out and leaves it posted";
+        t_poison(kept, sizeof kept);
+        CHECK_RC(plait_irecv(kept, 64, PLAIT_BYTE, silent, 7, plait_comm_world(), &req));
+        CHECK_RC_IS(plait_waitall(1, &req, NULL), PLAIT_ERR_TIMEOUT);
+        CHECK(req != NULL, "the timed-out request was freed (NULL): its receive is still posted");
+        CHECK(strstr(plait_last_error(), "reqs[0]") != NULL, "plait_last_error() \"%s\" does not "
+              "name reqs[0]", plait_last_error());
     }
     t_case = "ibarrier polled while rank 0 times out";
     ibarrier_poll();
@@ -64,12 +75,19 @@ int main(void)
     if (rank == silent) {
         t_fill(buf, 100, t_key(1, 0, 0, 0));
         CHECK_RC(plait_send(buf, 100, PLAIT_BYTE, 0, 5, plait_comm_world()));
+        t_fill(kept, 64, t_key(2, 0, 0, 0));
+        CHECK_RC(plait_send(kept, 64, PLAIT_BYTE, 0, 7, plait_comm_world()));
     } else if (rank == 0) {
         plait_status_t st;
         t_poison(buf, sizeof buf);
         CHECK_RC(plait_recv(buf, 100, PLAIT_BYTE, silent, 5, plait_comm_world(), &st));
         CHECK(st.bytes == 100 && st.source == silent, "status {%d, %d, %zu}", st.source, st.tag, st.bytes);
         CHECK_RECV(buf, 100, 100, t_key(1, 0, 0, 0), "message sent after the timeout");
+        t_case = "the receive left posted by the timed-out waitall completes";
+        CHECK_RC(plait_wait(&req, &st));
+        CHECK(req == NULL && st.bytes == 64 && st.tag == 7, "request %p, status {%d, %d, %zu}",
+              (void *)req, st.source, st.tag, st.bytes);
+        CHECK_RECV(kept, 64, 64, t_key(2, 0, 0, 0), "message for the kept receive");
     }
     t_case = "barrier after the timeouts";
     CHECK_RC(plait_barrier(plait_comm_world()));
