@@ -1389,6 +1389,34 @@ static void t_pwin_random_loss(void)
     pp_conn_fini(&c);
 }
 
+/* swift: a loss cuts the window only where the delay shows a queue; the
+ * target's headroom covers two chunks at the delivery rate (a chunk is one
+ * burst, its own packets queue behind each other at the bottleneck). */
+static void t_swift_loss(void)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    double w;
+    net_cfg(&cfg, 0, 1, 2);
+    cfg.cc = &pp_cc_swift;
+    pp_conn_init(&c, &cfg);
+    c.min_rtt_ns = 40000;
+    c.rate_Bps = cfg.chunk / 131e-6;          /* a chunk takes 131 us at the delivery rate */
+    c.srtt_ns = 200000;                       /* under 40 + 2 x 131 us */
+    c.cc.cwnd = w = 20.0 * cfg.chunk;
+    c.cfg.cc->on_loss(&c, 0, 10000000);
+    TAP_OK(c.cc.cwnd == w, "swift: a fast-retransmit loss with the RTT under target keeps the "
+           "window (%.0f B)", c.cc.cwnd);
+    c.cfg.cc->on_loss(&c, 1, 10000000);
+    TAP_OK(c.cc.cwnd == w, "swift: so does a timeout with the RTT under target (%.0f B)", c.cc.cwnd);
+    c.srtt_ns = 2000000;                      /* a 2 ms queue */
+    c.cfg.cc->on_loss(&c, 0, 10000000);
+    TAP_OK(c.cc.cwnd == w / 2, "swift: a loss with a 2 ms queue halves the window (%.0f B)", c.cc.cwnd);
+    c.cfg.cc->on_loss(&c, 0, 10000000 + 1000);
+    TAP_OK(c.cc.cwnd == w / 2, "swift: no second cut within an RTT (%.0f B)", c.cc.cwnd);
+    pp_conn_fini(&c);
+}
+
 /* pwin: a path queueing more than PP_QUEUE_SPREAD_NS longer than the least
  * queued path shrinks its window on its ACKs (in proportion to the excess,
  * at most half, once per its RTT, never below a chunk); paths within the
@@ -1890,6 +1918,7 @@ int main(void)
     t_pwin_chunk_span();
     t_pwin_tail();
     t_pwin_random_loss();
+    t_swift_loss();
     t_pwin_queue_spread();
     t_short_ack();
     t_piggyback();

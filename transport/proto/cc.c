@@ -154,9 +154,18 @@ const pp_cc_ops_t pp_cc_cubic = {
 #define SWIFT_BETA    0.8
 #define SWIFT_MAX_MDF 0.5
 
+/* Base RTT plus headroom: half the base, at least 25 us, and at least two
+ * chunks' time at the delivery rate (a chunk leaves as one burst: its last
+ * packets wait behind its first at the bottleneck, 262 us for 32 KB at
+ * 1 Gbit/s, so a target under that read every chunk as a queue). */
 static uint64_t swift_target(const pp_conn_t *c)
 {
     uint64_t base = c->min_rtt_ns ? c->min_rtt_ns : 20000, head = base / 2;
+    if (c->rate_Bps > 0) {
+        double burst = 2e9 * c->cfg.chunk / c->rate_Bps;
+        if (burst > (double)head)
+            head = burst > 1e9 ? 1000000000u : (uint64_t)burst;
+    }
     return base + (head < 25000 ? 25000 : head);
 }
 
@@ -174,10 +183,18 @@ static void swift_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
     s->cwnd = clampw(c, s->cwnd);
 }
 
+/* A loss cuts the window (at most once per RTT) only where the delay shows
+ * a queue: a delay-based window that also halves on every random loss sank
+ * to one chunk at 1% loss and stayed there, where a large duplicate
+ * threshold leaves timeouts to find every loss (plait-sim, 2 x 1 Gbit/s:
+ * 0.64 Gbit/s at 1% loss, 0.54 at 5%, against 1.6 for the other
+ * policies). */
 static void swift_on_loss(pp_conn_t *c, int timeout, uint64_t now)
 {
     pp_ccstate_t *s = &c->cc;
     (void)timeout;
+    if (c->srtt_ns && c->srtt_ns < swift_target(c))
+        return;
     if (now - s->last_dec_ns >= c->srtt_ns) {
         s->cwnd = clampw(c, s->cwnd * (1 - SWIFT_MAX_MDF));
         s->last_dec_ns = now;
