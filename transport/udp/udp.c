@@ -1169,17 +1169,17 @@ static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 /* The engine thread receives beside a caller that drives, while bulk data
  * is expected or arrives: up to UDP_BATCH datagrams into scratch of its own
  * (rxh), their protocol work under each peer's lock as a caller's pass
- * does, their placement copies and ACKs (one per call, or per UDP_ACK_BYTES:
- * with an ACK per recvmmsg of 4 uncoalesced packets, one udp-netns.sh call
- * had the unshaped routed bed at 6.0 Gbit/s against 9.6 for the base; as
- * now, 5 interleaved runs were within the spread). The kernel's copy out
- * of the socket is most of a receiver's
- * time, and two threads reading one socket make it in parallel (each
- * datagram goes to one of them whole). A PLAIT_TRACE timeline of a 2 x 1
- * exchange of 512 KiB on the 16-core machine showed both threads of a rank
- * sending until 111 us, then the caller alone receiving the peer's 543 KB
- * until 264 us (recvmmsg 66 us, protocol work 35, copies 30) while the
- * engine thread stood by. Returns the datagrams received. */
+ * does, their placement copies and ACKs. The kernel's copy out of the
+ * socket is most of a receiver's time, and two threads reading one socket
+ * make it in parallel (each datagram goes to one of them whole). A
+ * PLAIT_TRACE timeline of a 2 x 1 exchange of 512 KiB on the 16-core
+ * machine showed both threads of a rank sending until 111 us, then the
+ * caller alone receiving the peer's 543 KB until 264 us (recvmmsg 66 us,
+ * protocol work 35, copies 30) while the engine thread stood by. One ACK
+ * per call (or per UDP_ACK_BYTES): with one per recvmmsg of 4 uncoalesced
+ * packets, one udp-netns.sh call had the unshaped routed bed at 6.0 Gbit/s
+ * against 9.6 for the base; as now, 5 interleaved runs were within the
+ * spread. Returns the datagrams received. */
 static int udp_rx_help(udp_t *u, udp_engine_t *g)
 {
     udp_rxp_t x = {.r = g->rxh, .b = g->txh};
