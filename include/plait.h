@@ -157,7 +157,8 @@ int plait_irecv(void *buf,       size_t count, plait_dtype_t dt, int source, int
 int plait_test   (plait_request_t *req, int *done, plait_status_t *status);
 
 /** Waits until *req completes, returns its result and sets *req = NULL.
- *  Two failures leave *req as it was, still posted, its buffer still in use:
+ *  A NULL *req returns PLAIT_OK at once (status: source PLAIT_ANY_SOURCE,
+ *  tag PLAIT_ANY_TAG, 0 bytes). Two failures leave *req as it was, still posted, its buffer still in use:
  *  PLAIT_ERR_TIMEOUT (PLAIT_TIMEOUT ran out; wait on it again to go on) and
  *  PLAIT_ERR_PEER (the peer it needs is gone). */
 int plait_wait   (plait_request_t *req, plait_status_t *status);
