@@ -120,6 +120,15 @@ static void bad_p2p_args(void)
     req = NULL;
     EXPECT_ERR(plait_test(&req, NULL, NULL), PLAIT_ERR_ARG, "done|flag");
     EXPECT_ERR(plait_wait(NULL, NULL), PLAIT_ERR_ARG, "req");
+    {   /* a NULL request: complete, with an empty status (plait.h) */
+        plait_status_t st = {.source = 77, .tag = 77, .bytes = 77};
+        CHECK_RC(plait_wait(&req, &st));
+        CHECK(req == NULL && st.source == PLAIT_ANY_SOURCE && st.tag == PLAIT_ANY_TAG && st.bytes == 0,
+              "plait_wait(NULL request): status {%d, %d, %zu}", st.source, st.tag, st.bytes);
+        st.bytes = 77;
+        CHECK_RC(plait_waitall(1, &req, &st));
+        CHECK(st.bytes == 0, "plait_waitall(NULL request): status bytes %zu", st.bytes);
+    }
     EXPECT_ERR(plait_waitall(2, NULL, NULL), PLAIT_ERR_ARG, "req");
     EXPECT_ERR(plait_waitall(-1, &req, NULL), PLAIT_ERR_ARG, NULL);
     EXPECT_ERR(plait_ibarrier(w, NULL), PLAIT_ERR_ARG, "req");
