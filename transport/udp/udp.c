@@ -178,12 +178,16 @@ typedef struct {
 
 /* One receive pass: its scratch (r for the batch, b for the ACKs it
  * sends), the peers owed an ACK, and what it found (ready: 1 a message
- * deliverable, 2 zero-copy sends done, 4 placed data arrived). */
+ * deliverable, 2 zero-copy sends done, 4 placed data arrived). helper: the
+ * engine thread reading beside a caller (udp_rx_help): it makes its copies
+ * alone (the share is the driver's) and reports a deliverable message at
+ * once, not at the end of its call. */
 typedef struct {
     udp_rxb_t *r;
     udp_txb_t *b;
     int        touched[UDP_TOUCH], nt;
     int        ready;
+    int        helper;
 } udp_rxp_t;
 
 /* An engine: a share of the sockets (i % E == id) and peers (r % E == id).
@@ -949,7 +953,10 @@ static void udp_rx_flush(udp_t *u, udp_engine_t *g, udp_rxp_t *x)
     if (!r->nrun)
         return;
     prt_trace('p', r->ncopy, 0, 0);
-    udp_copy_split(u, g, r->copies, r->ncopy);
+    if (x->helper)
+        udp_share_copies(r->copies, r->ncopy);
+    else
+        udp_copy_split(u, g, r->copies, r->ncopy);
     prt_trace('P', r->ncopy, 0, 0);
     for (int k = 0; k < r->nrun; k++) {
         udp_peer_t *p = &u->peers[r->run_peer[k]];
@@ -1141,6 +1148,11 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, udp_rxp_t *x, int fd, int most
             }
         }
         udp_rx_flush(u, g, x);   /* before the next batch reuses the buffers */
+        if (x->helper && (x->ready & 1)) {   /* the caller may be spinning for it */
+            atomic_store(&u->rx_ready, 1);
+            ptl_shm_wake_self(u->waker);
+            x->ready &= ~1;
+        }
         total += n;
     } while (n == vlen && total < most);
     return total;
@@ -1182,18 +1194,19 @@ static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
  * spread. Returns the datagrams received. */
 static int udp_rx_help(udp_t *u, udp_engine_t *g)
 {
-    udp_rxp_t x = {.r = g->rxh, .b = g->txh};
+    udp_rxp_t x = {.r = g->rxh, .b = g->txh, .helper = 1};
     int n;
     if (!udp_rx_expected(u) && !udp_rx_bulk(u))
         return 0;
     n = udp_rx_sock(u, g, &x, u->fds[g->id], UDP_BATCH);
     udp_rx_ack(u, &x);
+    if (n <= 0)
+        return 0;
     atomic_fetch_add_explicit(&u->st_rx_helped, (uint64_t)n, memory_order_relaxed);
+    atomic_store_explicit(&g->rx_ns, prt_now_ns(), memory_order_relaxed);   /* ACKs read */
     if (x.ready & 4)
         atomic_store_explicit(&u->rx_bulk_ns, prt_now_ns(), memory_order_relaxed);
-    if (x.ready & 1)
-        atomic_store(&u->rx_ready, 1);
-    if (x.ready & 3)
+    if (x.ready & 2)
         ptl_shm_wake_self(u->waker);
     return n;
 }
