@@ -187,6 +187,9 @@ static void t_loss(void)
     xfer_ok("loss 1/7", x, 40);
     TAP_OK(n->c[0].st.retx_fast > 0, "loss: fast retransmits happen (%llu fast, %llu timeout)",
            (unsigned long long)n->c[0].st.retx_fast, (unsigned long long)n->c[0].st.retx_timeout);
+    TAP_OK(n->c[0].st.retx_fast_order > 0 && n->c[0].st.retx_fast_order <= n->c[0].st.retx_fast,
+           "loss: the path-order rule's share is counted (%llu of %llu)",
+           (unsigned long long)n->c[0].st.retx_fast_order, (unsigned long long)n->c[0].st.retx_fast);
     net_fini(n);
     free(n);
 }

@@ -878,10 +878,13 @@ static void detect_dup_loss(pp_conn_t *c, uint64_t now)
         prtt = pa->st.srtt_ns ? pa->st.srtt_ns : c->srtt_ns;
         if (pa->qrtt_ns && 2 * prtt < pa->qrtt_ns + 4 * pa->qvar_ns)
             prtt = (pa->qrtt_ns + 4 * pa->qvar_ns) / 2;   /* its queue: see path_rto */
-        if (p->sent_ns + reo < pa->acked_sent_ns ||
-            (sdiff(c->highest_sacked, psn) >= (int32_t)c->cfg.dupthresh &&
-             p->sent_ns + 2 * prtt + reo < c->hs_sent_ns))
+        if (p->sent_ns + reo < pa->acked_sent_ns) {
+            c->st.retx_fast_order++;
             mark_lost(c, psn, p, 0, now);
+        } else if (sdiff(c->highest_sacked, psn) >= (int32_t)c->cfg.dupthresh &&
+                   p->sent_ns + 2 * prtt + reo < c->hs_sent_ns) {
+            mark_lost(c, psn, p, 0, now);
+        }
     }
 }
 

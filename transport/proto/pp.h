@@ -236,6 +236,9 @@ typedef struct {
     uint64_t tx_msgs, tx_bytes, tx_pkts, tx_chunks;
     uint64_t rx_msgs, rx_bytes, rx_pkts;
     uint64_t retx_fast, retx_timeout;        /* retransmissions by cause */
+    uint64_t retx_fast_order;                /* ... of retx_fast: a later packet of its path
+                                              * acknowledged first (detect_dup_loss; the rest
+                                              * by the duplicate count) */
     uint64_t loss_events, timeouts;
     uint64_t acks_tx, acks_rx;
     uint64_t acks_piggy;                     /* ACKs that rode on data packets (in acks_tx) */

@@ -1781,7 +1781,7 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
         pp_stats(&p->conn, &s);
         fprintf(f, "  conn %d->%d: tx %llu msgs %llu B %llu pkts %llu chunks (%llu cut short); "
                 "rx %llu msgs %llu B "
-                "%llu pkts; retx fast %llu timeout %llu; loss events %llu; acks tx %llu (%llu on data) "
+                "%llu pkts; retx fast %llu (path order %llu) timeout %llu; loss events %llu; acks tx %llu (%llu on data) "
                 "rx %llu; "
                 "srtt %.1f us min %.1f us; cwnd %llu B; rate %.1f MB/s; blocked %llu; "
                 "peer saw %llu duplicates; "
@@ -1792,7 +1792,7 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 (unsigned long long)s.chunks_cut, (unsigned long long)s.rx_msgs,
                 (unsigned long long)s.rx_bytes,
                 (unsigned long long)s.rx_pkts, (unsigned long long)s.retx_fast,
-                (unsigned long long)s.retx_timeout, (unsigned long long)s.loss_events,
+                (unsigned long long)s.retx_fast_order, (unsigned long long)s.retx_timeout, (unsigned long long)s.loss_events,
                 (unsigned long long)s.acks_tx, (unsigned long long)s.acks_piggy,
                 (unsigned long long)s.acks_rx, s.srtt_ns / 1e3,
                 s.min_rtt_ns / 1e3, (unsigned long long)s.cwnd, s.rate_Bps / 1e6,
