@@ -17,7 +17,12 @@
 #define PLR_NODE_HEAD (-1)
 #define PLR_NODE_ALL  (-2)
 #define PLR_SECRET_LEN 64           /* hex characters */
-#define PLR_HELLO_TIMEOUT 5.0       /* seconds a new connection has to authenticate */
+#define PLR_HELLO_TIMEOUT 30.0      /* seconds a new connection has to authenticate: a
+                                     * daemon's first segments over a lossy network may
+                                     * need several retransmissions (with 5% loss on every
+                                     * link of 3 namespace hosts, one start in 11 missed a
+                                     * 5 s window and the job failed); a malformed or
+                                     * wrong HELLO is refused at once whatever this is */
 #define PLR_MSG_MAX (1u << 30)
 
 typedef enum {
