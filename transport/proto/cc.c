@@ -169,21 +169,22 @@ static uint64_t swift_target(const pp_conn_t *c)
     return base + (head < 25000 ? 25000 : head);
 }
 
-/* The delay a sample stands for: its own RTT, or the least queued path's
- * when that is lower. One connection window spans every path; a slow
- * path's queue (the load balancer's to avoid, lb.c) must not shrink what
- * the fast paths may carry: 1 Gbit/s + 100 Mbit/s in plait-sim went from
- * 0.54 to 0.91-0.97 Gbit/s over seeds 1-4; at 1% loss 1.75 -> 1.79-1.84). */
-static uint64_t swift_delay(const pp_conn_t *c, const pp_ack_info_t *a)
+/* The delay an RTT sample (or the smoothed RTT) stands for: itself, or the
+ * least queued path's RTT when that is lower. One connection window spans
+ * every path; a slow path's queue (the load balancer's to avoid, lb.c)
+ * must not shrink what the fast paths may carry: 1 Gbit/s + 100 Mbit/s in
+ * plait-sim went from 0.54 to 0.91-0.97 Gbit/s over seeds 1-4; at 1% loss
+ * 1.75 -> 1.79-1.84). */
+static uint64_t swift_delay(const pp_conn_t *c, uint64_t rtt, uint64_t now)
 {
-    uint64_t q = pp_least_qrtt(c, a->now);
-    return q && q < a->rtt_ns ? q : a->rtt_ns;
+    uint64_t q = pp_least_qrtt(c, now);
+    return q && q < rtt ? q : rtt;
 }
 
 static void swift_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
 {
     pp_ccstate_t *s = &c->cc;
-    uint64_t target = swift_target(c), rtt = a->rtt_ns ? swift_delay(c, a) : 0;
+    uint64_t target = swift_target(c), rtt = a->rtt_ns ? swift_delay(c, a->rtt_ns, a->now) : 0;
     if (!rtt || rtt < target) {
         s->cwnd += (double)a->acked / s->cwnd * c->cfg.chunk;
     } else if (a->now - s->last_dec_ns >= c->srtt_ns) {
@@ -203,7 +204,7 @@ static void swift_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
 static void swift_on_loss(pp_conn_t *c, int timeout, uint64_t now)
 {
     pp_ccstate_t *s = &c->cc;
-    uint64_t q = pp_least_qrtt(c, now), rtt = q && q < c->srtt_ns ? q : c->srtt_ns;
+    uint64_t rtt = swift_delay(c, c->srtt_ns, now);
     (void)timeout;
     if (rtt && rtt < swift_target(c))
         return;

@@ -1178,6 +1178,15 @@ static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
     return work;
 }
 
+/* A receive on engine g ended at now: its ACKs were read (udp_send_drive),
+ * and placed (bulk) data came in if ready has 4 (udp_tx_budget). */
+static void udp_rx_stamp(udp_t *u, udp_engine_t *g, int ready, uint64_t now)
+{
+    atomic_store_explicit(&g->rx_ns, now, memory_order_relaxed);
+    if (ready & 4)
+        atomic_store_explicit(&u->rx_bulk_ns, now, memory_order_relaxed);
+}
+
 /* The engine thread receives beside a caller that drives, while bulk data
  * is expected or arrives: up to UDP_BATCH datagrams into scratch of its own
  * (rxh), their protocol work under each peer's lock as a caller's pass
@@ -1203,9 +1212,7 @@ static int udp_rx_help(udp_t *u, udp_engine_t *g)
     if (n <= 0)
         return 0;
     atomic_fetch_add_explicit(&u->st_rx_helped, (uint64_t)n, memory_order_relaxed);
-    atomic_store_explicit(&g->rx_ns, prt_now_ns(), memory_order_relaxed);   /* ACKs read */
-    if (x.ready & 4)
-        atomic_store_explicit(&u->rx_bulk_ns, prt_now_ns(), memory_order_relaxed);
+    udp_rx_stamp(u, g, x.ready, prt_now_ns());
     if (x.ready & 2)
         ptl_shm_wake_self(u->waker);
     return n;
@@ -1240,9 +1247,7 @@ static int udp_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
     udp_ack_deferred(u, g);
     work = udp_rx_pass(u, g, ready, defer);
     now = prt_now_ns();
-    atomic_store_explicit(&g->rx_ns, now, memory_order_relaxed);
-    if (*ready & 4)   /* placed (bulk) data came in: udp_tx_budget */
-        atomic_store_explicit(&u->rx_bulk_ns, now, memory_order_relaxed);
+    udp_rx_stamp(u, g, *ready, now);
     for (int r = g->id; r < u->job->size; r += u->neng)
         if (u->peers[r].up)
             work += udp_tx_peer(u, g, g->txb, r, now, udp_tx_budget(u, r, defer, now));
