@@ -211,6 +211,47 @@ static void t_reorder(void)
     free(n);
 }
 
+/* Holds every 100th original data packet two steps (a receiving thread
+ * that took it and worked through it after the next batch was ACKed): a
+ * later packet of its path is acknowledged first, and the same-path rule
+ * resends it needlessly until the peer's duplicate count widens the
+ * reordering window. Counts the packets held in *(int *)n->arg. */
+static int f_hold_some(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    (void)len;
+    if (from != 0 || PKT_TYPE(p) != PP_T_DATA || (PKT_FLAGS(p) & PP_F_RETX) || seq % 100 != 50)
+        return NET_PASS;
+    ++*(int *)n->arg;
+    return NET_HOLD;
+}
+
+static void t_reo_adapt(void)
+{
+    net_t *n = net_new(7, 9, f_hold_some);
+    int held = 0, loss = 143;
+    pp_stats_t st;
+    xfer_t x;
+    n->arg = &held;
+    x = transfer(n, 220, 64, 1);
+    xfer_ok("receiver reordering", x, 220);
+    pp_stats(&n->c[0], &st);
+    TAP_OK(st.spurious > 0 && st.spurious * 4 < (uint64_t)held,
+           "receiver reordering: needless retransmissions (%llu) stop once the window widens "
+           "(%d packets held)", (unsigned long long)st.spurious, held);
+    TAP_OK(st.reo_ns > st.min_rtt_ns / 4, "receiver reordering: the window widened "
+           "(%.1f us, least RTT %.1f us)", st.reo_ns / 1e3, st.min_rtt_ns / 1e3);
+    n->filter = f_random_loss;   /* real losses, nothing needless: it narrows again */
+    n->arg = &loss;
+    x = transfer(n, 330, 64, 1);
+    xfer_ok("receiver reordering, then loss", x, 330);
+    pp_stats(&n->c[0], &st);
+    TAP_OK(st.loss_events >= PP_REO_QUIET && st.reo_ns == st.min_rtt_ns / 4,
+           "receiver reordering, then loss: %llu loss events without duplicates take the window "
+           "back (%.1f us)", (unsigned long long)st.loss_events, st.reo_ns / 1e3);
+    net_fini(n);
+    free(n);
+}
+
 static void t_dup(void)
 {
     net_t *n = malloc(sizeof *n);
@@ -1897,6 +1938,7 @@ int main(void)
     t_clean();
     t_loss();
     t_reorder();
+    t_reo_adapt();
     t_dup();
     t_corrupt();
     t_field_checks();

@@ -23,7 +23,10 @@ typedef struct {
     int      to;          /* 0 or 1 */
 } net_pkt_t;
 
-enum { NET_PASS = 0, NET_DROP, NET_DUP, NET_CORRUPT };
+/* NET_HOLD: the packet arrives four steps late, after the ACKs of the next
+ * steps' packets (as if a receiving thread held it meanwhile). */
+enum { NET_PASS = 0, NET_DROP, NET_DUP, NET_CORRUPT, NET_HOLD };
+#define NET_MAXHOLD 256
 
 typedef struct net net_t;
 /* Decides the fate of the n-th packet ever sent (per direction counters in n). */
@@ -37,6 +40,8 @@ struct net {
     uint64_t      seq[2];      /* packets sent by each side */
     net_filter_fn filter;
     int           reverse;     /* deliver each batch in reverse order */
+    net_pkt_t     held[NET_MAXHOLD];   /* NET_HOLD: delivered when their steps reach 0 */
+    int           held_steps[NET_MAXHOLD], nheld;
     uint64_t      parse_drops[PP_DROP_N];
     void         *arg;
 };
@@ -91,6 +96,8 @@ static inline void net_fini(net_t *n)
 {
     for (int i = 0; i < n->nq; i++)
         free(n->q[i].buf);
+    for (int i = 0; i < n->nheld; i++)
+        free(n->held[i].buf);
     pp_conn_fini(&n->c[0]);
     pp_conn_fini(&n->c[1]);
 }
@@ -122,19 +129,38 @@ static inline void net_emit(net_t *n, int from, const pp_out_t *o)
         return;
     if (fate == NET_CORRUPT)
         pkt[len / 2] ^= 0x5a;
+    if (fate == NET_HOLD && n->nheld < NET_MAXHOLD) {
+        net_pkt_t *h = &n->held[n->nheld];
+        h->buf = malloc(len);
+        memcpy(h->buf, pkt, len);
+        h->len = len;
+        h->to = !from;
+        n->held_steps[n->nheld++] = 4;
+        return;
+    }
     net_enqueue(n, !from, pkt, len);
     if (fate == NET_DUP)
         net_enqueue(n, !from, pkt, len);
 }
 
-/* Delivers every queued packet (parsed first, as a datapath does) after 10 us. */
+/* Delivers every queued packet (parsed first, as a datapath does) after 10 us,
+ * then the held ones whose time came. */
 static inline void net_deliver(net_t *n)
 {
-    static net_pkt_t q[NET_MAXQ];
-    int nq;
+    static net_pkt_t q[NET_MAXQ + NET_MAXHOLD];
+    int nq, kept = 0;
     memcpy(q, n->q, sizeof(net_pkt_t) * (size_t)n->nq);
     nq = n->nq;
     n->nq = 0;
+    for (int i = 0; i < n->nheld; i++) {
+        if (--n->held_steps[i] > 0) {
+            n->held_steps[kept] = n->held_steps[i];
+            n->held[kept++] = n->held[i];
+        } else {
+            q[nq++] = n->held[i];
+        }
+    }
+    n->nheld = kept;
     n->now += 10000;   /* 10 us of wire */
     for (int i = 0; i < nq; i++) {
         net_pkt_t *p = &q[n->reverse ? nq - 1 - i : i];

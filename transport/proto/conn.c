@@ -176,6 +176,7 @@ int pp_conn_init(pp_conn_t *c, const pp_cfg_t *cfg)
     c->rwnd = cfg->rx_buf_max;
     c->rwnd_said = cfg->rx_buf_max;
     c->rto_floor_ns = c->cfg.rto_min_ns;
+    c->reo_steps = 1;
     c->cfg.cc->init(c);
     if (c->cfg.lb->init)
         c->cfg.lb->init(c);
@@ -851,9 +852,25 @@ static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint
     if (sdiff(psn, c->recover) >= 0) {
         c->recover = c->snd_nxt;
         c->st.loss_events++;
+        if (++c->reo_quiet >= PP_REO_QUIET && c->reo_steps > 1) {
+            c->reo_steps = 1;   /* the reordering that widened it is gone */
+            c->reo_quiet = 0;
+        }
         if (!c->cfg.lb->path_loss)
             c->cfg.cc->on_loss(c, timeout, now);
     }
+}
+
+/* How much later a packet sent on the same path may be acknowledged first
+ * without the earlier one counting as lost: a quarter of the least RTT,
+ * times reo_steps, at most the smoothed RTT. Like RACK's adaptive window
+ * (RFC 8985 7.2): a receiver may itself reorder one path's datagrams (two
+ * threads reading one socket, udp_rx_help), and the peer's duplicate count
+ * shows the retransmissions that caused were needless (reo_widen). */
+static uint64_t reo_window(const pp_conn_t *c)
+{
+    uint64_t reo = c->min_rtt_ns / 4 * c->reo_steps;
+    return c->reo_steps > 1 && c->srtt_ns && reo > c->srtt_ns ? c->srtt_ns : reo;
 }
 
 /* Fast retransmit. Paths differ in delay (spraying reorders by whole queue
@@ -865,7 +882,7 @@ static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint
  * whose later packets were all lost too; a slow path's queue is no loss). */
 static void detect_dup_loss(pp_conn_t *c, uint64_t now)
 {
-    uint64_t reo = c->min_rtt_ns / 4;
+    uint64_t reo = reo_window(c);
     uint32_t psn;
     if (!c->have_sack)
         return;
@@ -954,6 +971,20 @@ static int ack_valid(const pp_conn_t *c, const pp_ack_t *a, const uint8_t *sack)
     return bytes_zero(sack + span / 8 + 1, PP_WIN / 8 - (size_t)(span / 8 + 1));
 }
 
+/* Needless fast retransmissions: double the reordering window, at
+ * most once per smoothed RTT (the duplicates of one burst arrive over
+ * about one), up to the smoothed RTT (reo_window). PP_REO_QUIET loss
+ * events without duplicates take it back (mark_lost). */
+static void reo_widen(pp_conn_t *c, uint64_t now)
+{
+    c->reo_quiet = 0;
+    if (!c->st.retx_fast || now - c->reo_moved_ns < c->srtt_ns ||
+        (c->srtt_ns && reo_window(c) >= c->srtt_ns))
+        return;
+    c->reo_steps *= 2;
+    c->reo_moved_ns = now;
+}
+
 /* The peer received duplicates: some retransmissions were needless. When
  * timeouts fired since the floor last moved, the RTO is shorter than the
  * delays this path really has (a descheduled receiver, a slow ACK path):
@@ -966,6 +997,7 @@ static void rx_dups(pp_conn_t *c, uint32_t dups, uint64_t now)
         return;
     c->dups_seen = dups;
     c->st.spurious += delta;
+    reo_widen(c, now);
     if (c->st.retx_timeout == c->timeouts_seen)
         return;
     c->timeouts_seen = c->st.retx_timeout;
@@ -1595,6 +1627,7 @@ void pp_stats(const pp_conn_t *c, pp_stats_t *st)
     st->rate_Bps = c->rate_Bps;
     st->credit = c->cc.credit > 0 ? (uint64_t)c->cc.credit : 0;
     st->rto_floor_ns = c->rto_floor_ns;
+    st->reo_ns = reo_window(c);
     if (c->wait_why && c->now > c->wait_since)   /* the wait still open counts so far */
         st->wait_ns[c->wait_why] += c->now - c->wait_since;
 }

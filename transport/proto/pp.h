@@ -43,7 +43,9 @@
                                       * less than twice this is taken as random, not
                                       * congestion (pwin: lb.c) */
 #define PP_RTO_FLOOR_HOLD_NS 1000000000ull   /* a raised RTO floor halves after this
-                                                * long without spurious timeouts */
+                                               * long without spurious timeouts */
+#define PP_REO_QUIET 16   /* loss events without needless retransmissions that take the
+                           * fast-retransmit reordering window back to its least */
 #define PP_RATE_WINDOW_NS  500000     /* delivery-rate sample length (pp_conn_t.rate_Bps) */
 #define PP_QUEUE_SPREAD_NS PP_QUEUE_TARGET_NS   /* pwin: a path queueing this much more
                                       * than the least queued one slows down (lb.c) */
@@ -252,6 +254,7 @@ typedef struct {
     uint64_t rx_discarded;                   /* placed bytes outside any exposed region: dropped */
     uint64_t spurious;                       /* duplicates the peer reported (our needless retx) */
     uint64_t rto_floor_ns;                   /* the RTO floor as adapted to spurious timeouts */
+    uint64_t reo_ns;                         /* the fast-retransmit reordering window now */
     uint64_t tx_ref_msgs;                    /* messages sent from the caller's buffer (zero copy) */
     uint64_t wait_ns[PP_WAIT_N];             /* sender stalled with data queued, by reason */
 } pp_stats_t;
@@ -459,6 +462,9 @@ struct pp_conn {
     uint32_t  dups_seen;          /* the peer's duplicate count last received */
     uint64_t  timeouts_seen;      /* st.retx_timeout when the floor last moved */
     uint64_t  floor_moved_ns;     /* when it last rose or decayed */
+    uint32_t  reo_steps;          /* the reordering window in quarters of min RTT (reo_window) */
+    uint32_t  reo_quiet;          /* loss events since the peer last reported duplicates */
+    uint64_t  reo_moved_ns;       /* when reo_steps last rose */
     pp_ccstate_t cc;
     uint16_t  clock_ring[512];    /* ackclock: paths whose ACKs came back fast */
     uint32_t  clock_head, clock_tail;
