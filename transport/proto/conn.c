@@ -978,9 +978,10 @@ static int ack_valid(const pp_conn_t *c, const pp_ack_t *a, const uint8_t *sack)
 static void reo_widen(pp_conn_t *c, uint64_t now)
 {
     c->reo_quiet = 0;
-    if (!c->st.retx_fast || now - c->reo_moved_ns < c->srtt_ns ||
-        (c->srtt_ns && reo_window(c) >= c->srtt_ns))
-        return;
+    if (c->st.retx_fast == c->reo_fast_seen || now - c->reo_moved_ns < c->srtt_ns ||
+        !c->srtt_ns || reo_window(c) >= c->srtt_ns)
+        return;   /* (no fast retransmission since: a timeout's duplicates) */
+    c->reo_fast_seen = c->st.retx_fast;
     c->reo_steps *= 2;
     c->reo_moved_ns = now;
 }

@@ -465,6 +465,7 @@ struct pp_conn {
     uint32_t  reo_steps;          /* the reordering window in quarters of min RTT (reo_window) */
     uint32_t  reo_quiet;          /* loss events since the peer last reported duplicates */
     uint64_t  reo_moved_ns;       /* when reo_steps last rose */
+    uint64_t  reo_fast_seen;      /* st.retx_fast then */
     pp_ccstate_t cc;
     uint16_t  clock_ring[512];    /* ackclock: paths whose ACKs came back fast */
     uint32_t  clock_head, clock_tail;

@@ -793,14 +793,15 @@ static void udp_owe(udp_t *u, udp_engine_t *g, udp_txb_t *b, int me, const int *
 /* 1 when peer r's ACK waits for the receive order (udp_rx_order). */
 static int udp_owed(udp_engine_t *g, int r)
 {
-    int k = 0;
+    int k = 0, found;
     if (!atomic_load_explicit(&g->owed_ns, memory_order_relaxed))
         return 0;
     pthread_mutex_lock(&g->owed_lock);
     while (k < g->nowed && g->owed[k] != r)
         k++;
+    found = k < g->nowed;   /* (nowed read under the lock) */
     pthread_mutex_unlock(&g->owed_lock);
-    return k < g->nowed;
+    return found;
 }
 
 /* Timers and transmission for one peer, from scratch b: g's under
@@ -839,7 +840,7 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
         b->n = 1;
         udp_flush(u, b, p);
     } else if (g && p->conn.ack_pending && !udp_deferred(g, r) && !udp_owed(g, r)) {
-        pthread_mutex_unlock(&p->lock);   /* (owed_lock, then a peer's: udp_owe) */
+        pthread_mutex_unlock(&p->lock);   /* (udp_owe may lock it again to send) */
         udp_owe(u, g, b, 0, &r, 1);
         pthread_mutex_lock(&p->lock);
     }
@@ -1125,9 +1126,10 @@ static void udp_rx_ack(udp_t *u, udp_rxp_t *x)
         x->nt = 0;
         return;
     }
-    udp_ack_touched(u, x->b, x->touched, x->nt);
+    /* the owed first: one owed after our ACKs went must not be dropped as sent */
     if (atomic_load(&g->owed_ns))
         udp_owed_send(u, g, x->b, x->touched, x->nt);
+    udp_ack_touched(u, x->b, x->touched, x->nt);
     x->nt = 0;
 }
 
@@ -1208,8 +1210,10 @@ static int udp_rx_vlen(int n, size_t bytes)
 }
 
 /* Receives what one socket holds (a few batches at most); returns packets.
- * The ACKs owed leave at the end of the pass, and within it whenever
- * UDP_ACK_BYTES have arrived since the last ones: a pass can drain megabytes
+ * The ACKs owed leave at the end of the pass, and within it at the end of a
+ * batch once UDP_ACK_BYTES have arrived since the last ones (not within a
+ * batch: its unprocessed tail would show as a hole, udp_rx_order): a pass
+ * can drain megabytes
  * (a bulk exchange both ways lets the socket fill while its thread sends),
  * and ACKs held for all of it made the peer's timers fire on packets that
  * had arrived (2 hosts x 1 rank, alltoall 16 MiB, 25 calls: 104-144
@@ -1254,13 +1258,18 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, udp_rxp_t *x, int fd, int most
                 r->gro = 0;
             udp_rx_dgram(u, x, r->bufs[i], len, seg, now);
             unacked += len;
-            if (x->nt >= UDP_TOUCH - 1 || (unacked >= UDP_ACK_BYTES && x->nt)) {
+            if (x->nt >= UDP_TOUCH - 1) {   /* (forged: many peers) */
                 udp_rx_ack(u, x);
                 unacked = 0;
             }
         }
         atomic_store(&g->rd_start[x->helper], 0);   /* its packets are in the state now */
-        if (atomic_load(&g->owed_ns) && udp_rx_order(g, x->helper))   /* the other's, held for these */
+        /* Mid-batch, an ACK would show this batch's unprocessed tail as a
+         * hole behind what the other reader took later: ACK at its end. */
+        if (unacked >= UDP_ACK_BYTES && x->nt) {
+            udp_rx_ack(u, x);   /* (sends the owed too when the order allows) */
+            unacked = 0;
+        } else if (atomic_load(&g->owed_ns) && udp_rx_order(g, x->helper))   /* the other's, held for these */
             udp_owed_send(u, g, x->b, NULL, 0);
         udp_rx_flush(u, g, x);   /* before the next batch reuses the buffers */
         if (x->helper && (x->ready & 1)) {   /* the caller may be spinning for it */
