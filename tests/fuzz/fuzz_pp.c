@@ -102,6 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(pkt, &h, sizeof h);
             if (h.type == PP_T_ACK && len > offsetof(pp_ack_t, rsv))
                 pkt[offsetof(pp_ack_t, rsv)] = 0;
+            if (len >= pp_sealed_len(&h, len))   /* (shorter: truncated, dropped first) */
+                pp_seal(pkt, pp_sealed_len(&h, len), h.tag);
         }
         if (pp_parse(pkt, len, KEY, 0, &src, &type) < 0 && src == 1)
             pp_rx(&c, now, pkt, len);

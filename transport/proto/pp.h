@@ -44,6 +44,8 @@
                                       * congestion (pwin: lb.c) */
 #define PP_RTO_FLOOR_HOLD_NS 1000000000ull   /* a raised RTO floor halves after this
                                                * long without spurious timeouts */
+#define PP_RUNT_TAIL(c) ((c)->cfg.chunk / 4)   /* a message's last bytes shorter than this
+                                                 * join the chunk before them (chunk_start) */
 #define PP_REO_QUIET 16   /* loss events without needless retransmissions that take the
                            * fast-retransmit reordering window back to its least */
 #define PP_RATE_WINDOW_NS  500000     /* delivery-rate sample length (pp_conn_t.rate_Bps) */
@@ -87,6 +89,13 @@ enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4, PP_F_ACK = 8 };
  *                 (the key also authenticates the tcp transport); it is not
  *                 a MAC over the packet: it guards against accidents
  *                 (strays, restarts, misrouting), not a forger on the path.
+ *                 On the wire it is sealed with the header (pp_seal): the
+ *                 field holds the tag XOR pp_hdr_sum of every header byte
+ *                 (DATA: up to the payload; ACK: the whole packet) with
+ *                 the field itself as 0, so a corrupt header (a flipped PSN,
+ *                 offset or length the UDP checksum did not catch) fails
+ *                 the tag check instead of being acknowledged as some other
+ *                 packet; the payload is the UDP checksum's.
  *   DATA, 40 bytes: common header, then
  *     psn      4  packet sequence number (window, SACK, duplicates)
  *     msg      4  message id (consecutive, wraps)
@@ -193,12 +202,24 @@ static inline size_t pp_data_hdr_len(unsigned flags)
 
 /* The tag of packets from rank src to rank dst of the job with this key. */
 uint64_t pp_tag(uint64_t key, uint32_t src, uint32_t dst);
+/* A 64-bit sum of a packet's first len header bytes, the tag field counted
+ * as 0; pp_seal writes tag XOR that sum into the field (what every packet
+ * carries). Tests and fuzzers that build packets by hand seal them last. */
+uint64_t pp_hdr_sum(const void *hdr, size_t len);
+void pp_seal(void *hdr, size_t len, uint64_t tag);
+/* The header bytes pp_seal covers in a packet of len bytes whose common
+ * header is h: DATA up to its payload, an ACK whole. */
+static inline size_t pp_sealed_len(const pp_hdr_t *h, size_t len)
+{
+    return h->type == PP_T_DATA ? pp_data_hdr_len(h->flags) : len;
+}
 
 /* Why a packet was dropped (counted per connection or per endpoint). */
 enum {
     PP_DROP_TRUNC = 0,  /* shorter than its header (ACK: not exactly its length) */
     PP_DROP_MAGIC,      /* not this protocol / version / type; unknown flags, rsv not 0 */
-    PP_DROP_KEY,        /* tag mismatch: another job's packet, or meant for another rank */
+    PP_DROP_KEY,        /* tag mismatch: another job's packet, meant for another rank, or
+                         * a corrupt header (pp_seal) */
     PP_DROP_CONN,       /* from this rank itself, or from an unknown rank */
     PP_DROP_STALE,      /* an old incarnation (epoch) of the peer */
     PP_DROP_WINDOW,     /* PSN or message id outside the receive window */
