@@ -605,6 +605,10 @@ int  pp_poll(pp_conn_t *c, uint64_t now);
  * connection (rank, tag, epoch) and its fields against the window and
  * bounds. */
 void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len);
+/* The same for a packet pp_parse accepted with this connection's key and
+ * ranks a moment ago: the seal is not summed a second time (a datapath's
+ * receive loop; pp_rx re-checks everything for callers that did not). */
+void pp_rx_parsed(pp_conn_t *c, uint64_t now, const void *pkt, size_t len);
 /* Deferred placement. Between pp_rx_copy_defer and pp_rx_copy_take, pp_rx
  * queues the copies of placed payloads into the receiver's exposed regions
  * (up to cap in q; past that it copies at once) instead of making them: the

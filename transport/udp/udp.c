@@ -1163,7 +1163,7 @@ static void udp_rx_dgram(udp_t *u, udp_rxp_t *x, const uint8_t *buf, size_t len,
             held = p;
             acks = 0;
         }
-        pp_rx(&p->conn, now, pkt, l);
+        pp_rx_parsed(&p->conn, now, pkt, l);   /* (pp_parse checked the seal) */
         if (type == PP_T_ACK) {
             acks = 1;
             continue;
