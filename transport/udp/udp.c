@@ -181,8 +181,7 @@ typedef struct {
  * sends), the peers owed an ACK, and what it found (ready: 1 a message
  * deliverable, 2 zero-copy sends done, 4 placed data arrived). helper: the
  * engine thread reading beside a caller (udp_rx_help): it makes its copies
- * alone (the share is the driver's) and reports a deliverable message at
- * once, not at the end of its call. */
+ * alone (the share is the driver's). early: see below. */
 typedef struct udp_engine udp_engine_t;
 typedef struct {
     udp_engine_t *g;
@@ -191,6 +190,10 @@ typedef struct {
     int        touched[UDP_TOUCH], nt;
     int        ready;
     int        helper;
+    int        early;   /* the engine thread reads (helping, or driving while no caller
+                         * does): a deliverable message is published after each batch,
+                         * before the pass's ACKs and sends (a 256 KiB ping-pong's CTS
+                         * waited 17 us for them: PLAIT_TRACE, session 16) */
 } udp_rxp_t;
 
 /* An engine: a share of the sockets (i % E == id) and peers (r % E == id).
@@ -1272,7 +1275,7 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, udp_rxp_t *x, int fd, int most
         } else if (atomic_load(&g->owed_ns) && udp_rx_order(g, x->helper))   /* the other's, held for these */
             udp_owed_send(u, g, x->b, NULL, 0);
         udp_rx_flush(u, g, x);   /* before the next batch reuses the buffers */
-        if (x->helper && (x->ready & 1)) {   /* the caller may be spinning for it */
+        if (x->early && (x->ready & 1)) {   /* the caller may be spinning for it */
             atomic_store(&u->rx_ready, 1);
             ptl_shm_wake_self(u->waker);
             x->ready &= ~1;
@@ -1292,7 +1295,8 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, udp_rxp_t *x, int fd, int most
  * peer 3-4 us: it arrived with the reply. Riding on it, it costs nothing.) */
 static int udp_rx_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 {
-    udp_rxp_t x = {.g = g, .r = g->rxb, .b = g->txb};
+    udp_rxp_t x = {.g = g, .r = g->rxb, .b = g->txb,
+                   .early = g->started && pthread_equal(pthread_self(), g->thread)};
     int work = udp_rx_sock(u, g, &x, u->fds[g->id], 4 * UDP_BATCH);
     if (defer && (x.ready & 5) == 1) {
         udp_defer_acks(u, g, x.touched, x.nt);
@@ -1329,7 +1333,7 @@ static void udp_rx_stamp(udp_t *u, udp_engine_t *g, int ready, uint64_t now)
  * spread. Returns the datagrams received. */
 static int udp_rx_help(udp_t *u, udp_engine_t *g)
 {
-    udp_rxp_t x = {.g = g, .r = g->rxh, .b = g->txh, .helper = 1};
+    udp_rxp_t x = {.g = g, .r = g->rxh, .b = g->txh, .helper = 1, .early = 1};
     int n;
     if (!udp_rx_expected(u) && !udp_rx_bulk(u))
         return 0;
