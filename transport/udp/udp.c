@@ -936,7 +936,10 @@ static void udp_ack_deferred(udp_t *u, udp_engine_t *g)
 {
     if (!g->ndefer)
         return;
-    udp_ack_touched(u, g->txb, g->defer, g->ndefer);
+    if (udp_rx_order(g, 0))
+        udp_ack_touched(u, g->txb, g->defer, g->ndefer);
+    else   /* the engine thread is inside a batch that may hold earlier packets */
+        udp_owe(u, g, g->txb, 0, g->defer, g->ndefer);
     g->ndefer = 0;
     atomic_store_explicit(&g->defer_ns, 0, memory_order_relaxed);
 }
