@@ -642,8 +642,9 @@ void pp_stats(const pp_conn_t *c, pp_stats_t *st);
 
 /* Structural check of a packet (len: the whole datagram) before any
  * connection is looked up: returns -1 when it is well formed and its tag is
- * pp_tag(key, src, me) (then *src and *type are set), else a PP_DROP_*
- * reason. me and key: this endpoint's rank and the job key. */
+ * pp_tag(key, src, me) sealed with its header (pp_seal; then *src and *type
+ * are set), else a PP_DROP_* reason. me and key: this endpoint's rank and
+ * the job key. */
 int  pp_parse(const void *pkt, size_t len, uint64_t key, uint32_t me, uint32_t *src, int *type);
 
 /* Random numbers for policies (xorshift64*), deterministic from cfg.seed. */
