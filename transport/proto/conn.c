@@ -456,7 +456,7 @@ static void fill_common(pp_conn_t *c, pp_hdr_t *h, int type, int path)
     h->rsv = 0;
     h->src = c->cfg.me;
     h->epoch = c->cfg.my_epoch;
-    h->tag = c->tx_tag;
+    h->tag = 0;   /* pp_seal writes it once the whole header is built */
 }
 
 /* The message bytes [off, off + len) as one or two pieces: a referenced
@@ -924,7 +924,7 @@ static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint
 static uint64_t reo_window(const pp_conn_t *c)
 {
     uint64_t reo = c->min_rtt_ns / 4 * c->reo_steps;
-    return c->reo_steps > 1 && c->srtt_ns && reo > c->srtt_ns ? c->srtt_ns : reo;
+    return c->srtt_ns && reo > c->srtt_ns ? c->srtt_ns : reo;   /* (srtt >= min RTT) */
 }
 
 /* Fast retransmit. Paths differ in delay (spraying reorders by whole queue

@@ -769,13 +769,19 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
     }
 }
 
+/* 1 when peer r is among list[0..n) (the short peer lists of ACKs owed). */
+static int udp_listed(const int *list, int n, int r)
+{
+    for (int k = 0; k < n; k++)
+        if (list[k] == r)
+            return 1;
+    return 0;
+}
+
 /* 1 when a caller's pass holds back peer r's ACK (g->defer). */
 static int udp_deferred(const udp_engine_t *g, int r)
 {
-    for (int k = 0; k < g->ndefer; k++)
-        if (g->defer[k] == r)
-            return 1;
-    return 0;
+    return udp_listed(g->defer, g->ndefer, r);
 }
 
 /* Peer r's ACK is no longer held back. Caller holds g->drive. */
@@ -796,13 +802,11 @@ static void udp_owe(udp_t *u, udp_engine_t *g, udp_txb_t *b, int me, const int *
 /* 1 when peer r's ACK waits for the receive order (udp_rx_order). */
 static int udp_owed(udp_engine_t *g, int r)
 {
-    int k = 0, found;
+    int found;
     if (!atomic_load_explicit(&g->owed_ns, memory_order_relaxed))
         return 0;
     pthread_mutex_lock(&g->owed_lock);
-    while (k < g->nowed && g->owed[k] != r)
-        k++;
-    found = k < g->nowed;   /* (nowed read under the lock) */
+    found = udp_listed(g->owed, g->nowed, r);
     pthread_mutex_unlock(&g->owed_lock);
     return found;
 }
@@ -837,15 +841,17 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
     if (sent && g && g->ndefer && !p->conn.ack_pending)
         udp_undefer(g, r);   /* the held-back ACK rode on the data */
     /* An ACK owed outside a receive pass (a window update: pp_msg_release)
-     * goes now, unless a caller's pass holds it back to ride on a reply. */
-    if (g && p->conn.ack_pending && !udp_deferred(g, r) && !udp_owed(g, r) &&
-        udp_rx_order(g, 0) && pp_ack_next(&p->conn, now, &b->out[0])) {
-        b->n = 1;
-        udp_flush(u, b, p);
-    } else if (g && p->conn.ack_pending && !udp_deferred(g, r) && !udp_owed(g, r)) {
-        pthread_mutex_unlock(&p->lock);   /* (udp_owe may lock it again to send) */
-        udp_owe(u, g, b, 0, &r, 1);
-        pthread_mutex_lock(&p->lock);
+     * goes now, unless a caller's pass holds it back to ride on a reply, or
+     * the receive order holds it (udp_rx_order: then it is owed). */
+    if (g && p->conn.ack_pending && !udp_deferred(g, r) && !udp_owed(g, r)) {
+        if (!udp_rx_order(g, 0)) {
+            pthread_mutex_unlock(&p->lock);   /* (udp_owe may lock it again to send) */
+            udp_owe(u, g, b, 0, &r, 1);
+            pthread_mutex_lock(&p->lock);
+        } else if (pp_ack_next(&p->conn, now, &b->out[0])) {
+            b->n = 1;
+            udp_flush(u, b, p);
+        }
     }
     if (p->conn.tx_was_blocked && p->conn.tx_buffered <= p->conn.cfg.tx_buf_max / 2) {
         p->conn.tx_was_blocked = 0;
@@ -950,7 +956,7 @@ static void udp_defer_acks(udp_t *u, udp_engine_t *g, const int *touched, int nt
     if (g->ndefer + nt > UDP_TOUCH)
         udp_ack_deferred(u, g);
     for (int k = 0; k < nt; k++)
-        if (!udp_deferred(g, touched[k]))
+        if (!udp_listed(g->defer, g->ndefer, touched[k]))
             g->defer[g->ndefer++] = touched[k];
     if (g->ndefer && !atomic_load_explicit(&g->defer_ns, memory_order_relaxed))
         atomic_store_explicit(&g->defer_ns, prt_now_ns(), memory_order_relaxed);
@@ -1051,10 +1057,7 @@ static void udp_rx_done(udp_t *u, udp_rxp_t *x, udp_peer_t *p, int acks)
 /* Peer src owes an ACK at the end of the pass. */
 static void udp_touch(udp_rxp_t *x, int src)
 {
-    int k = 0;
-    while (k < x->nt && x->touched[k] != src)
-        k++;
-    if (k == x->nt)
+    if (!udp_listed(x->touched, x->nt, src))
         x->touched[x->nt++] = src;
 }
 
@@ -1086,13 +1089,9 @@ static void udp_owed_send(udp_t *u, udp_engine_t *g, udp_txb_t *b, const int *sk
 {
     int take[UDP_TOUCH], n = 0;
     pthread_mutex_lock(&g->owed_lock);
-    for (int k = 0; k < g->nowed; k++) {
-        int j = 0;
-        while (j < ns && skip[j] != g->owed[k])
-            j++;
-        if (j == ns)
+    for (int k = 0; k < g->nowed; k++)
+        if (!udp_listed(skip, ns, g->owed[k]))
             take[n++] = g->owed[k];
-    }
     g->nowed = 0;
     atomic_store(&g->owed_ns, 0);
     pthread_mutex_unlock(&g->owed_lock);
@@ -1106,12 +1105,11 @@ static void udp_owe(udp_t *u, udp_engine_t *g, udp_txb_t *b, int me, const int *
 {
     pthread_mutex_lock(&g->owed_lock);
     for (int k = 0; k < nt; k++) {
-        int j = 0;
-        while (j < g->nowed && g->owed[j] != touched[k])
-            j++;
-        if (j == g->nowed && g->nowed < UDP_TOUCH)
+        if (udp_listed(g->owed, g->nowed, touched[k]))
+            continue;
+        if (g->nowed < UDP_TOUCH) {
             g->owed[g->nowed++] = touched[k];
-        else if (j == g->nowed) {   /* full (many peers): this one goes now */
+        } else {   /* full (many peers): this one goes now */
             pthread_mutex_unlock(&g->owed_lock);
             udp_ack_touched(u, b, &touched[k], 1);
             pthread_mutex_lock(&g->owed_lock);
