@@ -20,15 +20,16 @@
 #            one pair, no checking (udp-pairs -q): plait udp vs plait tcp.
 # Each cell: median of REPS runs, the transports interleaved within each run.
 #
-# Usage: bench/udp-collision.sh [-r REPS] [-t SECONDS] [-m collision|single|cpu|all] [BUILDDIR]
+# Usage: bench/udp-collision.sh [-r REPS] [-t SECONDS] [-m collision|single|cpu|all] [-e FILE] [BUILDDIR]
 #   -r REPS  repetitions (default 5)  -t SECONDS  streaming time of a udp-pairs run (default 5)
-#   -m WHAT  which measurement (default all)
+#   -m WHAT  which measurement (default all; collision-udp: the collision, plait udp only)
+#   -e FILE  append every plait job's stderr to FILE (e.g. its PLAIT_STATS=1 counters)
 # Needs root, ip netns, tc, unshare. Prints a markdown report on stdout, every run on stderr.
 set -u
-reps=5 secs=5 what=all
-while getopts "r:t:m:h" o; do
+reps=5 secs=5 what=all errlog=
+while getopts "r:t:m:e:h" o; do
     case $o in
-    r) reps=$OPTARG ;; t) secs=$OPTARG ;; m) what=$OPTARG ;;
+    r) reps=$OPTARG ;; t) secs=$OPTARG ;; m) what=$OPTARG ;; e) errlog=$OPTARG ;;
     *) sed -n '2,/^# Needs/s/^# \{0,1\}//p' "$0"; exit 2 ;;
     esac
 done
@@ -82,6 +83,9 @@ plait_job() {   # plait_job NPAIRS TRANSPORT [VAR=VAL...] -- PROGRAM ARGS
     timeout 300 ip netns exec $PFX-a "$PLAITRUN" --host a:$n,b:$n --bind-to none \
         --launch-agent "ip netns exec $PFX-{host}" --head-address 198.18.1.1 \
         -x PLAIT_TRANSPORT=$t "${xs[@]}" "$work/vip-run" "$@" 2>"$work/err" </dev/null
+    local rc=$?
+    [ -z "$errlog" ] || { echo "### $t ${xs[*]}: $*"; cat "$work/err"; } >>"$errlog"
+    return $rc
 }
 # "R1 R2": packets each router forwarded toward B since the last call
 fwd_delta() {
@@ -120,6 +124,7 @@ collision() {
     : >"$work/c-udp"; : >"$work/c-pin"; : >"$work/c-one"; : >"$work/c-split"
     for r in $(seq "$reps"); do
         v=$(pairs 2 udp); echo "# collision run $r: udp $v" >&2; echo "$v" >>"$work/c-udp"
+        [ "$what" = collision-udp ] && continue
         v=$(pairs 2 tcp); echo "# collision run $r: tcp pinned $v" >&2; echo "$v" >>"$work/c-pin"
         v=$(pairs 2 tcp PLAIT_TCP_IF=lo); cls=$(onepath $(awk '{ print $5, $6 }' <<<"$v"))
         echo "# collision run $r: tcp ecmp $v ($cls)" >&2
@@ -226,7 +231,8 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 case $what in
 collision|single|cpu) $what ;;
+collision-udp) collision ;;
 all) collision; single; cpu ;;
-*) echo "udp-collision.sh: -m collision|single|cpu|all" >&2; exit 2 ;;
+*) echo "udp-collision.sh: -m collision|collision-udp|single|cpu|all" >&2; exit 2 ;;
 esac
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
