@@ -80,9 +80,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             len = size;
         take = len;
         memcpy(pkt, data, len);
-        if ((mode & 7) == 7) {   /* an ACK of exactly its length (full, or short without
-                                  * the bitmap): zeros after the input */
-            size_t want = (mode & 8) ? PP_ACK_SHORT : PP_ACK_LEN;
+        if ((mode & 7) == 7) {   /* an ACK of a valid length: its fields and 0..PP_WIN/64
+                                  * bitmap words (mode's high bits), zeros after the input */
+            size_t want = (mode & 8) ? PP_ACK_SHORT
+                                     : PP_ACK_SHORT + 8 * (1 + (size_t)(mode >> 4) * (PP_WIN / 64 - 1) / 15);
             if (len < want)
                 memset(pkt + len, 0, want - len);
             len = want;

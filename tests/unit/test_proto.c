@@ -459,6 +459,10 @@ static void t_field_checks(void)
         SEAL_ACK(sizeof k);
         pp_rx(&n->c[0], n->now, &k, sizeof k);
         TAP_OK(n->c[0].st.drops[PP_DROP_BADACK] == 2, "fields: SACK bit beyond what was sent");
+        SEAL_ACK(PP_ACK_SHORT + 16);
+        pp_rx(&n->c[0], n->now, &k, PP_ACK_SHORT + 16);
+        TAP_OK(n->c[0].st.drops[PP_DROP_BADACK] == 3,
+               "fields: SACK bit beyond what was sent, in a bitmap cut after its second word");
         k.sack[10] = 0;
         SEAL_ACK(sizeof k);
         k.sack[3] ^= 4;
@@ -472,6 +476,17 @@ static void t_field_checks(void)
         SEAL_ACK(PP_ACK_SHORT);
         TAP_OK(pp_parse(&k, PP_ACK_SHORT, NET_KEY, 0, &src, &type) == -1 && type == PP_T_ACK,
                "fields: an ACK without its bitmap (%zu bytes) parses", (size_t)PP_ACK_SHORT);
+        {
+            int words_ok = 1;
+            for (size_t w = 1; w <= PP_WIN / 64; w++) {
+                SEAL_ACK(PP_ACK_SHORT + 8 * w);
+                words_ok &= pp_parse(&k, PP_ACK_SHORT + 8 * w, NET_KEY, 0, &src, &type) == -1;
+            }
+            TAP_OK(words_ok && pp_parse(&k, PP_ACK_SHORT + 12, NET_KEY, 0, &src, &type) ==
+                                   PP_DROP_TRUNC,
+                   "fields: an ACK with 1..%d whole bitmap words parses, half a word does not",
+                   PP_WIN / 64);
+        }
         k.rsv = 1;
         TAP_OK(pp_parse(&k, sizeof k, NET_KEY, 0, &src, &type) == PP_DROP_MAGIC,
                "fields: ACK with its reserved byte set");
@@ -1300,13 +1315,17 @@ static void t_pwin_chunk_span(void)
     free(n);
 }
 
-/* Records the length of every ACK side 1 sends (arg: size_t[2] {short, full}). */
+/* Records the length of every ACK side 1 sends (arg: size_t[3] {short,
+ * with a bitmap, the longest}). */
 static int f_ack_sizes(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
 {
     size_t *count = n->arg;
     (void)seq;
-    if (from == 1 && PKT_TYPE(p) == PP_T_ACK)
+    if (from == 1 && PKT_TYPE(p) == PP_T_ACK) {
         count[len == PP_ACK_SHORT ? 0 : 1]++;
+        if (len > count[2])
+            count[2] = len;
+    }
     return NET_PASS;
 }
 
@@ -1319,12 +1338,13 @@ static int f_ack_sizes_hole(net_t *n, int from, const uint8_t *p, size_t len, ui
 }
 
 /* In-order arrivals are acknowledged without the SACK bitmap; a hole brings
- * the full ACK; both kinds are understood (everything delivered). */
+ * the bitmap up to its last word with a bit set; both kinds are understood
+ * (everything delivered). */
 static void t_short_ack(void)
 {
     net_t *n = malloc(sizeof *n);
     pp_cfg_t a, b;
-    size_t count[2] = {0, 0};
+    size_t count[3] = {0, 0, 0};
     net_cfg(&a, 0, 31, 32);
     net_cfg(&b, 1, 31, 32);
     net_init(n, &a, &b);
@@ -1334,13 +1354,16 @@ static void t_short_ack(void)
     TAP_OK(count[0] > 0 && count[1] == 0, "short ACKs: in order, %zu short and %zu full ACKs",
            count[0], count[1]);
     net_fini(n);
-    count[0] = count[1] = 0;
+    count[0] = count[1] = count[2] = 0;
     net_init(n, &a, &b);
     n->arg = count;
     n->filter = f_ack_sizes_hole;
     xfer_ok("short ACKs, one hole", transfer(n, 20, 64, 1), 20);
-    TAP_OK(count[1] > 0, "short ACKs: a hole brings full ACKs (%zu short, %zu full)", count[0],
-           count[1]);
+    TAP_OK(count[1] > 0, "short ACKs: a hole brings SACK bitmaps (%zu short, %zu with one)",
+           count[0], count[1]);
+    TAP_OK(count[2] > PP_ACK_SHORT && count[2] < PP_ACK_LEN && (count[2] - PP_ACK_SHORT) % 8 == 0,
+           "short ACKs: the bitmap past one hole ends after its last word with a bit set "
+           "(longest ACK %zu bytes, the whole window's %zu)", count[2], (size_t)PP_ACK_LEN);
     net_fini(n);
     free(n);
 }

@@ -126,11 +126,12 @@ enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4, PP_F_ACK = 8 };
  *                   exchange patterns send no ACK packet at all. Only when
  *                   the ACK has nothing more to say (no SACK bit, no new
  *                   credit or duplicate count); never on placed packets.
- *   ACK, 1072 bytes: common header (hlen 0), then cum, echo_psn (the PSN of
- *     the packet that triggered the ACK), rwnd, credit, echo_path,
+ *   ACK, 48-1072 bytes: common header (hlen 0), then cum, echo_psn (the PSN
+ *     of the packet that triggered the ACK), rwnd, credit, echo_path,
  *     echo_flags (that packet's flags: RETX tells which copy arrived), dups,
- *     and the SACK bitmap of PP_WIN bits; 48 bytes without the bitmap when
- *     no bit is set (PP_ACK_SHORT).
+ *     and the SACK bitmap of PP_WIN bits up to its last 64-bit word with a
+ *     bit set: PP_ACK_SHORT (48) + 8 k bytes, k = 0 (no bit set) .. PP_WIN /
+ *     64; the bits after it read as 0 (not arrived).
  *
  * Byte order is the host's: one job runs on one endianness, and the layers
  * above (ptl and pt2pt headers, user data) are host order as well, so
@@ -216,7 +217,7 @@ static inline size_t pp_sealed_len(const pp_hdr_t *h, size_t len)
 
 /* Why a packet was dropped (counted per connection or per endpoint). */
 enum {
-    PP_DROP_TRUNC = 0,  /* shorter than its header (ACK: not exactly its length) */
+    PP_DROP_TRUNC = 0,  /* shorter than its header (ACK: not its fields and whole bitmap words) */
     PP_DROP_MAGIC,      /* not this protocol / version / type; unknown flags, rsv not 0 */
     PP_DROP_KEY,        /* tag mismatch: another job's packet, meant for another rank, or
                          * a corrupt header (pp_seal) */
