@@ -719,10 +719,11 @@ static void udp_trace_send(const udp_txb_t *b, int m, int k)
  * the rest, which the protocol repairs like any loss. */
 static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
 {
-    int nm = 0;
+    int nm = 0, npaths = (int)p->conn.cfg.npaths;
     for (int i = 0; i < b->n; i++) {
         pp_out_t *o = &b->out[i];
-        o->path %= (int)p->conn.cfg.npaths;
+        if ((unsigned)o->path >= (unsigned)npaths)   /* (a division per packet otherwise) */
+            o->path %= npaths;
         b->iov[i][0].iov_base = o->hdr;
         b->iov[i][0].iov_len = o->hdr_len;
         b->iov[i][1].iov_base = (void *)o->payload;
