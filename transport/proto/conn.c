@@ -1390,6 +1390,38 @@ static void rx_piggy(pp_conn_t *c, uint64_t now, uint32_t cum)
     rx_ack(c, now, &a, NULL);
 }
 
+/* Marks PSN psn (in the window, not received before) received and moves
+ * rcv_cum past every packet now in order. The packet rcv_cum waits for
+ * with none past it (a stream in order) touches no bitmap; one that fills
+ * a hole clears the run behind it a word at a time. (Bit by bit, each
+ * bit's read waited on the store before it, and the counters went back
+ * to memory on every bit: byte stores may alias them.) */
+static void rcv_mark(pp_conn_t *c, uint32_t psn)
+{
+    uint32_t cum = psn + 1, ahead = c->rcv_ahead;
+    if (psn != c->rcv_cum) {
+        bit_set(c->rcv_bits, psn);
+        c->rcv_ahead = ahead + 1;
+        return;
+    }
+    while (ahead) {   /* the run of set bits from cum on: every bit set lies past cum */
+        uint32_t slot = cum % PP_WIN, sh = slot % 64, n;
+        int wi = (int)(slot / 64);
+        uint64_t w = bits_word(c->rcv_bits, wi), zeros = ~(w >> sh), mask;
+        n = zeros ? (uint32_t)__builtin_ctzll(zeros) : 64;   /* (64: sh 0, a full word) */
+        if (!n)
+            break;
+        mask = n == 64 ? ~0ull : ((1ull << n) - 1) << sh;
+        bits_put_word(c->rcv_bits, wi, w & ~mask);
+        cum += n;
+        ahead -= n;
+        if (sh + n < 64)
+            break;   /* the run ends inside this word */
+    }
+    c->rcv_cum = cum;
+    c->rcv_ahead = ahead;
+}
+
 /* A data packet of len bytes (header included, at least its header). */
 static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
 {
@@ -1446,13 +1478,7 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
     }
     rx_copy(c, m, &d, pkt + hl);
     m->got += d.len;
-    bit_set(c->rcv_bits, d.psn);
-    c->rcv_ahead++;
-    while (bit_get(c->rcv_bits, c->rcv_cum)) {
-        bit_clr(c->rcv_bits, c->rcv_cum);
-        c->rcv_cum++;
-        c->rcv_ahead--;
-    }
+    rcv_mark(c, d.psn);
     c->st.rx_pkts++;
     c->st.rx_bytes += d.len;
     note_ack(c, &d);
@@ -1590,10 +1616,12 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     (void)now;   /* ACKs carry no timestamp (pp.h: echo_psn) */
     if (!c->ack_pending)
         return 0;
-    /* The bitmap (PP_WIN bits) is cleared and scanned only when a packet past
-     * a hole arrived: a bulk stream in order sends short ACKs, and clearing
-     * and scanning 1 KB for each was 2% of a receiving thread's time. */
-    memset(&a, 0, c->rcv_ahead ? sizeof a : PP_ACK_SHORT);
+    /* The bitmap (PP_WIN bits) is scanned only when a packet past a hole
+     * arrived: a bulk stream in order sends short ACKs, and clearing and
+     * scanning 1 KB for each was 2% of a receiving thread's time. The scan
+     * writes it straight into the packet (every byte): a.sack stays unused,
+     * neither cleared nor copied. */
+    memset(&a, 0, PP_ACK_SHORT);
     fill_common(c, &a.h, PP_T_ACK, c->ack_echo_path % c->cfg.npaths);
     a.cum = c->rcv_cum;
     a.echo_psn = c->ack_echo_psn;
@@ -1607,8 +1635,9 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     c->ack_no_echo = 0;
     a.credit = c->credit_said = c->credit_grant;
     a.dups = c->dups_said = (uint32_t)c->st.drops[PP_DROP_DUP];
-    out->hdr_len = c->rcv_ahead && sack_fill(c, a.cum, a.sack) ? sizeof a : PP_ACK_SHORT;
-    memcpy(out->hdr, &a, out->hdr_len);
+    out->hdr_len = c->rcv_ahead && sack_fill(c, a.cum, out->hdr + PP_ACK_SHORT) ? sizeof a
+                                                                               : PP_ACK_SHORT;
+    memcpy(out->hdr, &a, PP_ACK_SHORT);
     pp_seal(out->hdr, out->hdr_len, c->tx_tag);
     out->payload = out->payload2 = NULL;
     out->len = out->len2 = 0;
