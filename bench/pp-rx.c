@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "transport/proto/pp.h"
+#include "transport/udp/region.h"
 
 #define KEY      0x5eed5eed12345678ull
 #define HLEN     40                       /* a ptl + pt2pt header's size */
@@ -47,54 +48,35 @@ typedef struct {
     int      n;
 } capture_t;
 
-/* The receive buffers exposed for placement, as udp.c keeps a peer's:
- * message k (from 0) goes to region id k + 1, and -R of them are exposed
- * at a time (plait-bench's window of posted receives); a delivered
- * message's region leaves the table as udp_unexpose removes it (the last
- * entry takes its slot), and the next id comes in at the end. */
-typedef struct {
-    uint64_t id;
-    uint8_t *buf;
-    size_t   len;
-} region_t;
+static void die(const char *what)
+{
+    fprintf(stderr, "pp-rx: %s\n", what);
+    exit(1);
+}
 
+/* The receive buffers exposed for placement, kept as udp.c keeps a peer's
+ * (transport/udp/region.h): message k (from 0) goes to region id k + 1,
+ * and -R of them are exposed at a time (plait-bench's window of posted
+ * receives); a delivered message's region is withdrawn (udp_unexpose) and
+ * the next id exposed. */
 typedef struct {
-    region_t *r;
-    int       n;
-    uint8_t  *mem;           /* backing memory: region id i at (i % nmax) * len */
-    int       nmax;
-    size_t    len;
+    udp_regions_t t;
+    uint8_t      *mem;       /* backing memory: region id i at (i % nmax) * len */
+    int           nmax;
+    size_t        len;
 } regions_t;
 
-static void region_expose(regions_t *t, uint64_t id)
+static void region_expose(regions_t *g, uint64_t id)
 {
-    t->r[t->n++] = (region_t){id, t->mem + (id % (uint64_t)t->nmax) * t->len, t->len};
+    if (udp_region_add(&g->t, id, g->mem + (id % (uint64_t)g->nmax) * g->len, g->len))
+        die("no memory");
 }
 
-static void region_unexpose(regions_t *t, uint64_t id)
-{
-    for (int i = 0; i < t->n; i++)
-        if (t->r[i].id == id) {
-            t->r[i] = t->r[--t->n];
-            break;
-        }
-}
-
-/* udp_place's lookup (udp.c). */
+/* udp_place (udp.c). */
 static void *place(void *arg, uint64_t id, uint64_t off, size_t *len)
 {
-    regions_t *t = arg;
-    for (int i = 0; i < t->n; i++) {
-        region_t *r = &t->r[i];
-        if (r->id != id)
-            continue;
-        if (off >= r->len)
-            return NULL;
-        if (*len > r->len - off)
-            *len = r->len - off;
-        return r->buf + off;
-    }
-    return NULL;
+    regions_t *g = arg;
+    return udp_region_place(&g->t, id, off, len);
 }
 
 static void cfg_make(pp_cfg_t *c, int me, regions_t *reg)
@@ -116,12 +98,6 @@ static void cfg_make(pp_cfg_t *c, int me, regions_t *reg)
     c->place = place;
     c->place_arg = reg;
     c->seed = 1 + (uint64_t)me;
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "pp-rx: %s\n", what);
-    exit(1);
 }
 
 /* Streams messages of plen payload bytes until n data packets were sent
@@ -274,7 +250,7 @@ static void batch_rx(rx_t *x, const batch_t *b, const uint8_t *buf, uint64_t now
     while ((m = pp_deliver(&x->c)) != NULL) {   /* (udp_deliver, pt2pt's completion) */
         pp_msg_release(&x->c, m);
         x->msgs++;
-        region_unexpose(x->reg, x->msgs);
+        udp_region_remove(&x->reg->t, x->msgs);
         region_expose(x->reg, x->msgs + (uint64_t)x->reg->nmax);
     }
     if (pp_ack_next(&x->c, now, &o) && x->hash)
@@ -328,11 +304,10 @@ int main(int argc, char **argv)
         die("bad arguments");
     reg.nmax = nreg;
     reg.len = plen;
-    reg.r = malloc((size_t)nreg * sizeof *reg.r);
     reg.mem = malloc((size_t)nreg * plen);
     x.copies = malloc(4096 * sizeof *x.copies);
     rxbuf = malloc(64 * 1500);
-    if (!reg.r || !reg.mem || !x.copies || !rxbuf)
+    if (!reg.mem || !x.copies || !rxbuf)
         die("no memory");
     memset(reg.mem, 0, (size_t)nreg * plen);   /* (no page faults in the timed copies) */
     for (int i = 0; i < nreg; i++)
@@ -356,7 +331,7 @@ int main(int argc, char **argv)
         x.msgs = 0;
         x.hash = r == runs - 1 ? 0xcbf29ce484222325ull : 0;   /* the last run: untimed work */
         x.reg = &reg;
-        reg.n = 0;
+        udp_regions_fini(&reg.t);
         for (int i = 0; i < nreg; i++)
             region_expose(&reg, (uint64_t)i + 1);
         for (int i = 0; i < nb; i++, now += 10000) {
