@@ -1275,6 +1275,36 @@ int pp_idle(const pp_conn_t *c) { return !c->tx_head && !c->ack_pending; }
 
 /* --------------------------------------------------------------- receiver */
 
+/* A packet's fields are read from the packet where they are needed, not
+ * from a copy of its header: loads of single fields out of a 16-byte
+ * store just made wait for it (store forwarding), and hdr_check's copy of
+ * the common header read back that way was most of its time (twice per
+ * packet: pp_parse, rx_packet), rx_data's of the data header likewise.
+ * at: the field's offset (a packet long enough, checked before). */
+#define HDR_AT(f) offsetof(pp_hdr_t, f)
+static inline uint8_t pkt_u8(const void *pkt, size_t at) { return ((const uint8_t *)pkt)[at]; }
+
+static inline uint16_t pkt_u16(const void *pkt, size_t at)
+{
+    uint16_t v;
+    memcpy(&v, (const uint8_t *)pkt + at, sizeof v);
+    return v;
+}
+
+static inline uint32_t pkt_u32(const void *pkt, size_t at)
+{
+    uint32_t v;
+    memcpy(&v, (const uint8_t *)pkt + at, sizeof v);
+    return v;
+}
+
+static inline uint64_t pkt_u64(const void *pkt, size_t at)
+{
+    uint64_t v;
+    memcpy(&v, (const uint8_t *)pkt + at, sizeof v);
+    return v;
+}
+
 static int drop(pp_conn_t *c, int why)
 {
     c->st.drops[why]++;
@@ -1425,33 +1455,27 @@ static void rcv_mark(pp_conn_t *c, uint32_t psn)
 /* A data packet of len bytes (header included, at least its header). */
 static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
 {
-    pp_data_t h;
     rx_data_t d;
     size_t hl;
     int32_t pd;
     pp_msg_t *m;
-    memcpy(&h, pkt, sizeof h);
-    hl = pp_data_hdr_len(h.h.flags);
-    d.flags = h.h.flags;
-    d.hlen = h.h.hlen;
-    d.path = h.h.path;
-    d.psn = h.psn;
-    d.msg = h.msg;
-    d.off = h.off;
-    d.msg_len = h.msg_len;
+    d.flags = pkt_u8(pkt, HDR_AT(flags));
+    hl = pp_data_hdr_len(d.flags);
+    d.hlen = pkt_u8(pkt, HDR_AT(hlen));
+    d.path = pkt_u16(pkt, HDR_AT(path));
+    d.psn = pkt_u32(pkt, offsetof(pp_data_t, psn));
+    d.msg = pkt_u32(pkt, offsetof(pp_data_t, msg));
+    d.off = pkt_u32(pkt, offsetof(pp_data_t, off));
+    d.msg_len = pkt_u32(pkt, offsetof(pp_data_t, msg_len));
     d.len = len - hl > UINT32_MAX ? UINT32_MAX : (uint32_t)(len - hl);
-    d.placed = (h.h.flags & PP_F_PLACED) != 0;
+    d.placed = (d.flags & PP_F_PLACED) != 0;
     d.place_id = UINT64_MAX;
     d.place_off = 0;
-    if (d.placed) {
-        pp_place_t pl;
-        memcpy(&pl, pkt + sizeof h, sizeof pl);
-        memcpy(&d.place_id, pl.place_id, sizeof d.place_id);
-        d.place_off = pl.place_off;
-    } else if (h.h.flags & PP_F_ACK) {
-        uint32_t cum;
-        memcpy(&cum, pkt + sizeof h, sizeof cum);
-        rx_piggy(c, now, cum);
+    if (d.placed) {   /* (place_id: two 32-bit words, low first; pp_place_t) */
+        d.place_id = pkt_u64(pkt, PP_DATA_HDR + offsetof(pp_place_t, place_id));
+        d.place_off = pkt_u32(pkt, PP_DATA_HDR + offsetof(pp_place_t, place_off));
+    } else if (d.flags & PP_F_ACK) {
+        rx_piggy(c, now, pkt_u32(pkt, PP_DATA_HDR));
     }
     if (d.msg_len == 0 || d.msg_len > c->cfg.max_msg || d.hlen == 0 || d.hlen > PP_MAX_HLEN ||
         d.hlen > d.msg_len || d.len == 0 || d.len > c->cfg.mtu ||
@@ -1488,28 +1512,37 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
         c->cfg.cc->on_rx_chunk(c, d.len, now);
 }
 
+/* pp_sealed_len of a packet that passed hdr_check. */
+static inline size_t hdr_sealed_len(const void *pkt, size_t len)
+{
+    return pkt_u8(pkt, HDR_AT(type)) == PP_T_DATA ? pp_data_hdr_len(pkt_u8(pkt, HDR_AT(flags)))
+                                                   : len;
+}
+
 /* The checks that need no connection: version, type, flags, reserved
  * bytes, lengths. -1: well formed. */
-static int hdr_check(const void *pkt, size_t len, pp_hdr_t *h)
+static int hdr_check(const void *pkt, size_t len)
 {
-    if (len < sizeof *h)
+    uint16_t magic;
+    uint8_t type, flags;
+    if (len < sizeof(pp_hdr_t))
         return PP_DROP_TRUNC;
-    memcpy(h, pkt, sizeof *h);
-    if (h->magic != PP_MAGIC || (h->type != PP_T_DATA && h->type != PP_T_ACK) ||
-        (h->flags & ~PP_F_ALL) || h->rsv)
+    memcpy(&magic, (const uint8_t *)pkt + HDR_AT(magic), sizeof magic);
+    type = pkt_u8(pkt, HDR_AT(type));
+    flags = pkt_u8(pkt, HDR_AT(flags));
+    if (magic != PP_MAGIC || (type != PP_T_DATA && type != PP_T_ACK) || (flags & ~PP_F_ALL) ||
+        pkt_u8(pkt, HDR_AT(rsv)))
         return PP_DROP_MAGIC;
-    if (h->type == PP_T_ACK) {
-        uint8_t rsv;
-        if (h->flags || h->hlen)
+    if (type == PP_T_ACK) {
+        if (flags || pkt_u8(pkt, HDR_AT(hlen)))
             return PP_DROP_MAGIC;
         if (len != PP_ACK_LEN && len != PP_ACK_SHORT)
             return PP_DROP_TRUNC;
-        memcpy(&rsv, (const uint8_t *)pkt + offsetof(pp_ack_t, rsv), 1);
-        if (rsv)
+        if (pkt_u8(pkt, offsetof(pp_ack_t, rsv)))
             return PP_DROP_MAGIC;
-    } else if ((h->flags & PP_F_ACK) && (h->flags & PP_F_PLACED)) {
+    } else if ((flags & PP_F_ACK) && (flags & PP_F_PLACED)) {
         return PP_DROP_MAGIC;
-    } else if (len < pp_data_hdr_len(h->flags)) {
+    } else if (len < pp_data_hdr_len(flags)) {
         return PP_DROP_TRUNC;
     }
     return -1;
@@ -1540,41 +1573,43 @@ static uint64_t tag_expected(uint64_t key, uint32_t src, uint32_t me)
 
 int pp_parse(const void *pkt, size_t len, uint64_t key, uint32_t me, uint32_t *src, int *type)
 {
-    pp_hdr_t h;
-    int why = hdr_check(pkt, len, &h);
+    uint32_t from;
+    int why = hdr_check(pkt, len);
     if (why >= 0)
         return why;
-    if (h.tag != (tag_expected(key, h.src, me) ^ pp_hdr_sum(pkt, pp_sealed_len(&h, len))))
+    from = pkt_u32(pkt, HDR_AT(src));
+    if (pkt_u64(pkt, HDR_AT(tag)) !=
+        (tag_expected(key, from, me) ^ pp_hdr_sum(pkt, hdr_sealed_len(pkt, len))))
         return PP_DROP_KEY;   /* another job, meant for another rank, or corrupt */
-    if (h.src == me)
+    if (from == me)
         return PP_DROP_CONN;
-    *src = h.src;
-    *type = h.type;
+    *src = from;
+    *type = pkt_u8(pkt, HDR_AT(type));
     return -1;
 }
 
 static void rx_packet(pp_conn_t *c, uint64_t now, const void *pkt, size_t len, int sealed)
 {
-    pp_hdr_t h;
     int why;
     now = conn_clock(c, now);
-    if ((why = hdr_check(pkt, len, &h)) >= 0) {
+    if ((why = hdr_check(pkt, len)) >= 0) {
         drop(c, why);
         return;
     }
-    if (h.src != c->cfg.peer) {
+    if (pkt_u32(pkt, HDR_AT(src)) != c->cfg.peer) {
         drop(c, PP_DROP_CONN);
         return;
     }
-    if (!sealed && h.tag != (c->rx_tag ^ pp_hdr_sum(pkt, pp_sealed_len(&h, len)))) {
+    if (!sealed &&
+        pkt_u64(pkt, HDR_AT(tag)) != (c->rx_tag ^ pp_hdr_sum(pkt, hdr_sealed_len(pkt, len)))) {
         drop(c, PP_DROP_KEY);
         return;
     }
-    if (h.epoch != c->cfg.peer_epoch) {
+    if (pkt_u32(pkt, HDR_AT(epoch)) != c->cfg.peer_epoch) {
         drop(c, PP_DROP_STALE);
         return;
     }
-    if (h.type == PP_T_DATA) {
+    if (pkt_u8(pkt, HDR_AT(type)) == PP_T_DATA) {
         rx_data(c, now, pkt, len);
     } else {
         pp_ack_t a;   /* the fields before the bitmap; pp_parse checked the length */
