@@ -1561,14 +1561,14 @@ static uint64_t tag_expected(uint64_t key, uint32_t src, uint32_t me)
 {
     static _Thread_local tag_memo_t memo[16];
     tag_memo_t *e = &memo[src % 16];
-    if (!e->valid || e->key != key || e->src != src || e->me != me) {
-        e->key = key;
-        e->src = src;
-        e->me = me;
-        e->tag = pp_tag(key, src, me);
-        e->valid = 1;
-    }
-    return e->tag;
+    uint64_t tag;
+    /* A hit returns at once: merged with the miss's path, the thread-local
+     * address was looked up again (__tls_get_addr, twice per packet). */
+    if (e->valid && e->key == key && e->src == src && e->me == me)
+        return e->tag;
+    tag = pp_tag(key, src, me);
+    *e = (tag_memo_t){.key = key, .tag = tag, .src = src, .me = me, .valid = 1};
+    return tag;
 }
 
 int pp_parse(const void *pkt, size_t len, uint64_t key, uint32_t me, uint32_t *src, int *type)
@@ -1630,17 +1630,23 @@ void pp_rx_parsed(pp_conn_t *c, uint64_t now, const void *pkt, size_t len)
 
 /* The SACK bitmap relative to cum (bit i: PSN cum + 1 + i) from the
  * receive bitmap (indexed by PSN mod PP_WIN): only set bits cost work.
- * Returns whether any bit was set. */
+ * Once the words made hold all rcv_ahead bits set, the rest is cleared,
+ * not rotated word by word (holes of a multipath stream lie within a few
+ * words of cum). Returns whether any bit was set. */
 static int sack_fill(const pp_conn_t *c, uint32_t cum, uint8_t *sack)
 {
     uint64_t any = 0;
-    for (int w = 0; w < PP_WIN / 64; w++) {
+    uint32_t left = c->rcv_ahead;   /* (were it ever too large: every word, as before) */
+    int w = 0;
+    for (; w < PP_WIN / 64 && left; w++) {
         uint64_t v = bits_rot_word(c->rcv_bits, cum + 1, w);
         if (w == PP_WIN / 64 - 1)
             v &= ~(1ull << 63);   /* bit PP_WIN - 1 would be cum itself */
         bits_put_word(sack, w, v);
         any |= v;
+        left -= (uint32_t)__builtin_popcountll(v);
     }
+    memset(sack + (size_t)w * 8, 0, PP_WIN / 8 - (size_t)w * 8);
     return any != 0;
 }
 
