@@ -1277,6 +1277,36 @@ int pp_idle(const pp_conn_t *c) { return !c->tx_head && !c->ack_pending; }
 
 /* --------------------------------------------------------------- receiver */
 
+/* A packet's fields are read from the packet where they are needed, not
+ * from a copy of its header: loads of single fields out of a 16-byte
+ * store just made wait for it (store forwarding), and hdr_check's copy of
+ * the common header read back that way was most of its time (twice per
+ * packet: pp_parse, rx_packet), rx_data's of the data header likewise.
+ * at: the field's offset (a packet long enough, checked before). */
+#define HDR_AT(f) offsetof(pp_hdr_t, f)
+static inline uint8_t pkt_u8(const void *pkt, size_t at) { return ((const uint8_t *)pkt)[at]; }
+
+static inline uint16_t pkt_u16(const void *pkt, size_t at)
+{
+    uint16_t v;
+    memcpy(&v, (const uint8_t *)pkt + at, sizeof v);
+    return v;
+}
+
+static inline uint32_t pkt_u32(const void *pkt, size_t at)
+{
+    uint32_t v;
+    memcpy(&v, (const uint8_t *)pkt + at, sizeof v);
+    return v;
+}
+
+static inline uint64_t pkt_u64(const void *pkt, size_t at)
+{
+    uint64_t v;
+    memcpy(&v, (const uint8_t *)pkt + at, sizeof v);
+    return v;
+}
+
 static int drop(pp_conn_t *c, int why)
 {
     c->st.drops[why]++;
@@ -1392,36 +1422,62 @@ static void rx_piggy(pp_conn_t *c, uint64_t now, uint32_t cum)
     rx_ack(c, now, &a, NULL, 0);
 }
 
+/* Marks PSN psn (in the window, not received before) received and moves
+ * rcv_cum past every packet now in order. The packet rcv_cum waits for
+ * with none past it (a stream in order) touches no bitmap; one that fills
+ * a hole clears the run behind it a word at a time. (Bit by bit, each
+ * bit's read waited on the store before it, and the counters went back
+ * to memory on every bit: byte stores may alias them.) */
+static void rcv_mark(pp_conn_t *c, uint32_t psn)
+{
+    uint32_t cum = psn + 1, ahead = c->rcv_ahead;
+    if (psn != c->rcv_cum) {
+        bit_set(c->rcv_bits, psn);
+        c->rcv_ahead = ahead + 1;
+        return;
+    }
+    while (ahead) {   /* the run of set bits from cum on: every bit set lies past cum */
+        uint32_t slot = cum % PP_WIN, sh = slot % 64, n;
+        int wi = (int)(slot / 64);
+        uint64_t w = bits_word(c->rcv_bits, wi), zeros = ~(w >> sh), mask;
+        n = zeros ? (uint32_t)__builtin_ctzll(zeros) : 64;   /* (64: sh 0, a full word) */
+        if (!n)
+            break;
+        mask = n == 64 ? ~0ull : ((1ull << n) - 1) << sh;
+        bits_put_word(c->rcv_bits, wi, w & ~mask);
+        cum += n;
+        ahead -= n;
+        if (sh + n < 64)
+            break;   /* the run ends inside this word */
+    }
+    c->rcv_cum = cum;
+    c->rcv_ahead = ahead;
+}
+
 /* A data packet of len bytes (header included, at least its header). */
 static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
 {
-    pp_data_t h;
     rx_data_t d;
     size_t hl;
     int32_t pd;
     pp_msg_t *m;
-    memcpy(&h, pkt, sizeof h);
-    hl = pp_data_hdr_len(h.h.flags);
-    d.flags = h.h.flags;
-    d.hlen = h.h.hlen;
-    d.path = h.h.path;
-    d.psn = h.psn;
-    d.msg = h.msg;
-    d.off = h.off;
-    d.msg_len = h.msg_len;
+    d.flags = pkt_u8(pkt, HDR_AT(flags));
+    hl = pp_data_hdr_len(d.flags);
+    d.hlen = pkt_u8(pkt, HDR_AT(hlen));
+    d.path = pkt_u16(pkt, HDR_AT(path));
+    d.psn = pkt_u32(pkt, offsetof(pp_data_t, psn));
+    d.msg = pkt_u32(pkt, offsetof(pp_data_t, msg));
+    d.off = pkt_u32(pkt, offsetof(pp_data_t, off));
+    d.msg_len = pkt_u32(pkt, offsetof(pp_data_t, msg_len));
     d.len = len - hl > UINT32_MAX ? UINT32_MAX : (uint32_t)(len - hl);
-    d.placed = (h.h.flags & PP_F_PLACED) != 0;
+    d.placed = (d.flags & PP_F_PLACED) != 0;
     d.place_id = UINT64_MAX;
     d.place_off = 0;
-    if (d.placed) {
-        pp_place_t pl;
-        memcpy(&pl, pkt + sizeof h, sizeof pl);
-        memcpy(&d.place_id, pl.place_id, sizeof d.place_id);
-        d.place_off = pl.place_off;
-    } else if (h.h.flags & PP_F_ACK) {
-        uint32_t cum;
-        memcpy(&cum, pkt + sizeof h, sizeof cum);
-        rx_piggy(c, now, cum);
+    if (d.placed) {   /* (place_id: two 32-bit words, low first; pp_place_t) */
+        d.place_id = pkt_u64(pkt, PP_DATA_HDR + offsetof(pp_place_t, place_id));
+        d.place_off = pkt_u32(pkt, PP_DATA_HDR + offsetof(pp_place_t, place_off));
+    } else if (d.flags & PP_F_ACK) {
+        rx_piggy(c, now, pkt_u32(pkt, PP_DATA_HDR));
     }
     if (d.msg_len == 0 || d.msg_len > c->cfg.max_msg || d.hlen == 0 || d.hlen > PP_MAX_HLEN ||
         d.hlen > d.msg_len || d.len == 0 || d.len > c->cfg.mtu ||
@@ -1448,13 +1504,7 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
     }
     rx_copy(c, m, &d, pkt + hl);
     m->got += d.len;
-    bit_set(c->rcv_bits, d.psn);
-    c->rcv_ahead++;
-    while (bit_get(c->rcv_bits, c->rcv_cum)) {
-        bit_clr(c->rcv_bits, c->rcv_cum);
-        c->rcv_cum++;
-        c->rcv_ahead--;
-    }
+    rcv_mark(c, d.psn);
     c->st.rx_pkts++;
     c->st.rx_bytes += d.len;
     note_ack(c, &d);
@@ -1464,28 +1514,37 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
         c->cfg.cc->on_rx_chunk(c, d.len, now);
 }
 
+/* pp_sealed_len of a packet that passed hdr_check. */
+static inline size_t hdr_sealed_len(const void *pkt, size_t len)
+{
+    return pkt_u8(pkt, HDR_AT(type)) == PP_T_DATA ? pp_data_hdr_len(pkt_u8(pkt, HDR_AT(flags)))
+                                                   : len;
+}
+
 /* The checks that need no connection: version, type, flags, reserved
  * bytes, lengths. -1: well formed. */
-static int hdr_check(const void *pkt, size_t len, pp_hdr_t *h)
+static int hdr_check(const void *pkt, size_t len)
 {
-    if (len < sizeof *h)
+    uint16_t magic;
+    uint8_t type, flags;
+    if (len < sizeof(pp_hdr_t))
         return PP_DROP_TRUNC;
-    memcpy(h, pkt, sizeof *h);
-    if (h->magic != PP_MAGIC || (h->type != PP_T_DATA && h->type != PP_T_ACK) ||
-        (h->flags & ~PP_F_ALL) || h->rsv)
+    memcpy(&magic, (const uint8_t *)pkt + HDR_AT(magic), sizeof magic);
+    type = pkt_u8(pkt, HDR_AT(type));
+    flags = pkt_u8(pkt, HDR_AT(flags));
+    if (magic != PP_MAGIC || (type != PP_T_DATA && type != PP_T_ACK) || (flags & ~PP_F_ALL) ||
+        pkt_u8(pkt, HDR_AT(rsv)))
         return PP_DROP_MAGIC;
-    if (h->type == PP_T_ACK) {
-        uint8_t rsv;
-        if (h->flags || h->hlen)
+    if (type == PP_T_ACK) {
+        if (flags || pkt_u8(pkt, HDR_AT(hlen)))
             return PP_DROP_MAGIC;
         if (len < PP_ACK_SHORT || len > PP_ACK_LEN || (len - PP_ACK_SHORT) % 8)
             return PP_DROP_TRUNC;   /* (the bitmap: whole words, pp_ack_next) */
-        memcpy(&rsv, (const uint8_t *)pkt + offsetof(pp_ack_t, rsv), 1);
-        if (rsv)
+        if (pkt_u8(pkt, offsetof(pp_ack_t, rsv)))
             return PP_DROP_MAGIC;
-    } else if ((h->flags & PP_F_ACK) && (h->flags & PP_F_PLACED)) {
+    } else if ((flags & PP_F_ACK) && (flags & PP_F_PLACED)) {
         return PP_DROP_MAGIC;
-    } else if (len < pp_data_hdr_len(h->flags)) {
+    } else if (len < pp_data_hdr_len(flags)) {
         return PP_DROP_TRUNC;
     }
     return -1;
@@ -1504,53 +1563,55 @@ static uint64_t tag_expected(uint64_t key, uint32_t src, uint32_t me)
 {
     static _Thread_local tag_memo_t memo[16];
     tag_memo_t *e = &memo[src % 16];
-    if (!e->valid || e->key != key || e->src != src || e->me != me) {
-        e->key = key;
-        e->src = src;
-        e->me = me;
-        e->tag = pp_tag(key, src, me);
-        e->valid = 1;
-    }
-    return e->tag;
+    uint64_t tag;
+    /* A hit returns at once: merged with the miss's path, the thread-local
+     * address was looked up again (__tls_get_addr, twice per packet). */
+    if (e->valid && e->key == key && e->src == src && e->me == me)
+        return e->tag;
+    tag = pp_tag(key, src, me);
+    *e = (tag_memo_t){.key = key, .tag = tag, .src = src, .me = me, .valid = 1};
+    return tag;
 }
 
 int pp_parse(const void *pkt, size_t len, uint64_t key, uint32_t me, uint32_t *src, int *type)
 {
-    pp_hdr_t h;
-    int why = hdr_check(pkt, len, &h);
+    uint32_t from;
+    int why = hdr_check(pkt, len);
     if (why >= 0)
         return why;
-    if (h.tag != (tag_expected(key, h.src, me) ^ pp_hdr_sum(pkt, pp_sealed_len(&h, len))))
+    from = pkt_u32(pkt, HDR_AT(src));
+    if (pkt_u64(pkt, HDR_AT(tag)) !=
+        (tag_expected(key, from, me) ^ pp_hdr_sum(pkt, hdr_sealed_len(pkt, len))))
         return PP_DROP_KEY;   /* another job, meant for another rank, or corrupt */
-    if (h.src == me)
+    if (from == me)
         return PP_DROP_CONN;
-    *src = h.src;
-    *type = h.type;
+    *src = from;
+    *type = pkt_u8(pkt, HDR_AT(type));
     return -1;
 }
 
 static void rx_packet(pp_conn_t *c, uint64_t now, const void *pkt, size_t len, int sealed)
 {
-    pp_hdr_t h;
     int why;
     now = conn_clock(c, now);
-    if ((why = hdr_check(pkt, len, &h)) >= 0) {
+    if ((why = hdr_check(pkt, len)) >= 0) {
         drop(c, why);
         return;
     }
-    if (h.src != c->cfg.peer) {
+    if (pkt_u32(pkt, HDR_AT(src)) != c->cfg.peer) {
         drop(c, PP_DROP_CONN);
         return;
     }
-    if (!sealed && h.tag != (c->rx_tag ^ pp_hdr_sum(pkt, pp_sealed_len(&h, len)))) {
+    if (!sealed &&
+        pkt_u64(pkt, HDR_AT(tag)) != (c->rx_tag ^ pp_hdr_sum(pkt, hdr_sealed_len(pkt, len)))) {
         drop(c, PP_DROP_KEY);
         return;
     }
-    if (h.epoch != c->cfg.peer_epoch) {
+    if (pkt_u32(pkt, HDR_AT(epoch)) != c->cfg.peer_epoch) {
         drop(c, PP_DROP_STALE);
         return;
     }
-    if (h.type == PP_T_DATA) {
+    if (pkt_u8(pkt, HDR_AT(type)) == PP_T_DATA) {
         rx_data(c, now, pkt, len);
     } else {
         pp_ack_t a;   /* the fields before the bitmap; pp_parse checked the length */
@@ -1570,24 +1631,28 @@ void pp_rx_parsed(pp_conn_t *c, uint64_t now, const void *pkt, size_t len)
 }
 
 /* The SACK bitmap relative to cum (bit i: PSN cum + 1 + i) from the
- * receive bitmap (indexed by PSN mod PP_WIN). Returns its length in bytes
- * up to the last word with a bit set (0: none): the ACK ends there, and
- * the peer reads the bits after it as 0. Reordering spans a few hundred
- * PSNs at most, so an ACK past a hole is about 100 bytes, not the 1072 of
- * the whole window: spraying keeps a hole open nearly always, and half a
- * stream's packets drew such an ACK, through both hosts' stacks and the
- * reverse links (1 Gbit/s + 100 Mbit/s on the 16-core bed: 274K ACKs,
- * 290 MB against 814 MB of data). */
+ * receive bitmap (indexed by PSN mod PP_WIN), written to sack. Returns its
+ * length in bytes up to the last word with a bit set (0: none): the ACK
+ * ends there, and the peer reads the bits after it as 0. Reordering spans
+ * a few hundred PSNs at most, so an ACK past a hole is about 100 bytes, not
+ * the 1072 of the whole window: spraying keeps a hole open nearly always,
+ * and half a stream's packets drew such an ACK, through both hosts' stacks
+ * and the reverse links (1 Gbit/s + 100 Mbit/s on the 16-core bed: 274K
+ * ACKs, 290 MB against 814 MB of data). Once the words made hold all
+ * rcv_ahead bits set, the scan stops (holes of a multipath stream lie
+ * within a few words of cum). */
 static size_t sack_fill(const pp_conn_t *c, uint32_t cum, uint8_t *sack)
 {
+    uint32_t left = c->rcv_ahead;   /* (were it ever too large: every word, as before) */
     int last = -1;
-    for (int w = 0; w < PP_WIN / 64; w++) {
+    for (int w = 0; w < PP_WIN / 64 && left; w++) {
         uint64_t v = bits_rot_word(c->rcv_bits, cum + 1, w);
         if (w == PP_WIN / 64 - 1)
             v &= ~(1ull << 63);   /* bit PP_WIN - 1 would be cum itself */
         bits_put_word(sack, w, v);
         if (v)
             last = w;
+        left -= (uint32_t)__builtin_popcountll(v);
     }
     return (size_t)(last + 1) * 8;
 }
@@ -1599,10 +1664,12 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     (void)now;   /* ACKs carry no timestamp (pp.h: echo_psn) */
     if (!c->ack_pending)
         return 0;
-    /* The bitmap (PP_WIN bits) is cleared and scanned only when a packet past
-     * a hole arrived: a bulk stream in order sends short ACKs, and clearing
-     * and scanning 1 KB for each was 2% of a receiving thread's time. */
-    memset(&a, 0, PP_ACK_SHORT);   /* (sack_fill writes every word of the bitmap) */
+    /* The bitmap (PP_WIN bits) is scanned only when a packet past a hole
+     * arrived: a bulk stream in order sends short ACKs, and clearing and
+     * scanning 1 KB for each was 2% of a receiving thread's time. The scan
+     * writes it straight into the packet, up to its last word with a bit
+     * set: a.sack stays unused, neither cleared nor copied. */
+    memset(&a, 0, PP_ACK_SHORT);
     fill_common(c, &a.h, PP_T_ACK, c->ack_echo_path % c->cfg.npaths);
     a.cum = c->rcv_cum;
     a.echo_psn = c->ack_echo_psn;
@@ -1616,8 +1683,8 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     c->ack_no_echo = 0;
     a.credit = c->credit_said = c->credit_grant;
     a.dups = c->dups_said = (uint32_t)c->st.drops[PP_DROP_DUP];
-    out->hdr_len = PP_ACK_SHORT + (c->rcv_ahead ? sack_fill(c, a.cum, a.sack) : 0);
-    memcpy(out->hdr, &a, out->hdr_len);
+    out->hdr_len = PP_ACK_SHORT + (c->rcv_ahead ? sack_fill(c, a.cum, out->hdr + PP_ACK_SHORT) : 0);
+    memcpy(out->hdr, &a, PP_ACK_SHORT);
     pp_seal(out->hdr, out->hdr_len, c->tx_tag);
     out->payload = out->payload2 = NULL;
     out->len = out->len2 = 0;

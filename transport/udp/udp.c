@@ -82,6 +82,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/udp/region.h"
 #include "transport/udp/share.h"
 #include "transport/udp/udp.h"
 #include "transport/proto/pp.h"
@@ -128,22 +129,14 @@ typedef struct {
     uint16_t ports[PP_MAX_PATHS];            /* network order */
 } udp_card_t;
 
-/* A receive buffer exposed for direct placement (ptl expose). */
-typedef struct {
-    uint64_t id;
-    uint8_t *buf;
-    size_t   len;
-} udp_region_t;
-
 typedef struct {
     pthread_mutex_t    lock;
     pp_conn_t          conn;
     int                up;
     struct sockaddr_in dst[PP_MAX_PATHS];
-    udp_region_t      *regions;              /* exposed by us for this peer's frames */
+    udp_regions_t      regions;              /* exposed by us for this peer's frames */
     _Atomic int        bulk_hint;            /* a bulk message was queued (udp_tx_help) */
     _Atomic int        copying;              /* placement copies under way, unlocked */
-    int                nregions, cap_regions;
 } udp_peer_t;
 
 typedef struct udp udp_t;
@@ -474,17 +467,7 @@ static int udp_same_host(const udp_t *u, int peer)
 static void *udp_place(void *arg, uint64_t id, uint64_t off, size_t *len)
 {
     udp_peer_t *p = arg;
-    for (int i = 0; i < p->nregions; i++) {
-        udp_region_t *r = &p->regions[i];
-        if (r->id != id)
-            continue;
-        if (off >= r->len)
-            return NULL;   /* past a (truncating) receive buffer: discarded */
-        if (*len > r->len - off)
-            *len = r->len - off;
-        return r->buf + off;
-    }
-    return NULL;
+    return udp_region_place(&p->regions, id, off, len);
 }
 
 static void udp_conn_cfg(udp_t *u, int peer, const udp_card_t *card, pp_cfg_t *c)
@@ -1700,18 +1683,9 @@ static int udp_expose(ptl_tl_t *tl, int peer, uint64_t id, void *buf, size_t len
     if (!p->up || id == UINT64_MAX)
         return PLAIT_ERR_UNSUPPORTED;
     pthread_mutex_lock(&p->lock);
-    if (p->nregions == p->cap_regions) {
-        int cap = p->cap_regions ? 2 * p->cap_regions : 8;
-        udp_region_t *r = realloc(p->regions, (size_t)cap * sizeof *r);
-        if (r) {
-            p->regions = r;
-            p->cap_regions = cap;
-        }
-    }
-    if (p->nregions < p->cap_regions) {
-        p->regions[p->nregions++] = (udp_region_t){id, buf, len};
+    if (udp_region_add(&p->regions, id, buf, len) == 0)
         atomic_fetch_add(&u->exposed, 1);
-    } else
+    else
         rc = prt_err(PLAIT_ERR_NOMEM, "udp: no memory to expose a receive buffer");
     pthread_mutex_unlock(&p->lock);
     return rc;
@@ -1722,12 +1696,8 @@ static void udp_unexpose(ptl_tl_t *tl, int peer, uint64_t id)
     udp_t *u = udp_of(tl);
     udp_peer_t *p = &u->peers[peer];
     pthread_mutex_lock(&p->lock);
-    for (int i = 0; i < p->nregions; i++)
-        if (p->regions[i].id == id) {
-            p->regions[i] = p->regions[--p->nregions];
-            atomic_fetch_sub(&u->exposed, 1);
-            break;
-        }
+    if (udp_region_remove(&p->regions, id))
+        atomic_fetch_sub(&u->exposed, 1);
     pthread_mutex_unlock(&p->lock);
     /* A receive pass may be copying into it unlocked (udp_rx_done): the
      * buffer goes back to its owner only after that copy. No new one can
@@ -1878,7 +1848,7 @@ static void udp_fini(ptl_tl_t *tl)
     for (int r = 0; u->peers && r < u->job->size; r++) {
         if (u->peers[r].up)
             pp_conn_fini(&u->peers[r].conn);
-        free(u->peers[r].regions);
+        udp_regions_fini(&u->peers[r].regions);
         pthread_mutex_destroy(&u->peers[r].lock);
     }
     for (int i = 0; i < u->npaths; i++)
