@@ -36,6 +36,7 @@
 
 #include "transport/proto/pp.h"
 #include "transport/udp/region.h"
+#include "tests/unit/pp_pair.h"
 
 #define KEY      0x5eed5eed12345678ull
 #define HLEN     40                       /* a ptl + pt2pt header's size */
@@ -81,12 +82,7 @@ static void *place(void *arg, uint64_t id, uint64_t off, size_t *len)
 
 static void cfg_make(pp_cfg_t *c, int me, regions_t *reg)
 {
-    pp_cfg_default(c);
-    c->key = KEY;
-    c->me = (uint32_t)me;
-    c->peer = (uint32_t)!me;
-    c->my_epoch = me ? 0xbbbb : 0xaaaa;
-    c->peer_epoch = me ? 0xaaaa : 0xbbbb;
+    pp_pair_cfg(c, KEY, me);
     c->tx_isn = me ? 77 : 0xfffff000u;   /* the PSNs wrap during the run */
     c->rx_isn = me ? 0xfffff000u : 77;
     c->chunk = 32768;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "transport/proto/pp.h"
+#include "tests/unit/pp_pair.h"
 
 #define BATCH 64
 #define KEY   0x1234abcd5678ef00ull
@@ -51,12 +52,7 @@ static uint64_t clock_ns(void)
 static void cfg_make(pp_cfg_t *c, int me, uint32_t mtu, uint32_t paths, const char *cc,
                      const char *lb)
 {
-    pp_cfg_default(c);
-    c->key = KEY;
-    c->me = (uint32_t)me;
-    c->peer = (uint32_t)!me;
-    c->my_epoch = me ? 0xbbbb : 0xaaaa;
-    c->peer_epoch = me ? 0xaaaa : 0xbbbb;
+    pp_pair_cfg(c, KEY, me);
     c->tx_isn = c->rx_isn = 1000;
     c->mtu = mtu - 28 - (uint32_t)PP_DATA_HDR_MAX;   /* as udp_conn_cfg */
     if (c->mtu > c->chunk)

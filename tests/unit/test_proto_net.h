@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "transport/proto/pp.h"
+#include "tests/unit/pp_pair.h"
 
 #define NET_MAXQ 8192
 #define NET_KEY  0x1234abcd5678ef00ull
@@ -48,12 +49,7 @@ struct net {
 
 static inline void net_cfg(pp_cfg_t *cfg, int me, uint32_t isn_a, uint32_t isn_b)
 {
-    pp_cfg_default(cfg);
-    cfg->key = NET_KEY;
-    cfg->me = (uint32_t)me;
-    cfg->peer = (uint32_t)!me;
-    cfg->my_epoch = me ? 0xbbbb : 0xaaaa;
-    cfg->peer_epoch = me ? 0xaaaa : 0xbbbb;
+    pp_pair_cfg(cfg, NET_KEY, me);
     cfg->tx_isn = me ? isn_b : isn_a;
     cfg->rx_isn = me ? isn_a : isn_b;
     cfg->mtu = 1000;
