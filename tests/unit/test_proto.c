@@ -1368,6 +1368,47 @@ static void t_short_ack(void)
     free(n);
 }
 
+/* pp_ack_due: in-order data of an unfinished message may wait for more
+ * (bytes, delay); the message's last packet, a hole or the delay make the
+ * ACK due; sent, nothing is owed. */
+static void t_ack_due(void)
+{
+    net_t *n = net_new(100, 200, NULL);
+    static uint8_t buf[8000];
+    pp_out_t o[16];   /* (o[15]: scratch for the receiver's ACKs) */
+    pp_conn_t *rx = &n->c[1];
+    int k = 0, held, late, hole, last, said;
+    memset(buf, 7, sizeof buf);
+    pp_send(&n->c[0], "h", 1, buf, sizeof buf);   /* 9 packets of at most 1000 bytes */
+    while (k < 15 && pp_tx_next(&n->c[0], n->now, &o[k]))
+        k++;
+    net_emit(n, 0, &o[0]);
+    net_deliver(n);
+    held = !pp_ack_due(rx, n->now, 65536, 20000) && pp_ack_due(rx, n->now, 500, 20000);
+    late = pp_ack_due(rx, n->now + 20000, 65536, 20000);
+    net_emit(n, 0, &o[2]);   /* o[1] missing: a hole */
+    net_deliver(n);
+    hole = pp_ack_due(rx, n->now, 65536, 20000);
+    net_emit(n, 0, &o[1]);
+    net_deliver(n);
+    pp_ack_next(rx, n->now, &o[15]);   /* (said: the next ones start owing afresh) */
+    for (int i = 3; i < k - 1; i++)
+        net_emit(n, 0, &o[i]);
+    net_deliver(n);
+    last = !pp_ack_due(rx, n->now, 65536, 20000);
+    net_emit(n, 0, &o[k - 1]);
+    net_deliver(n);
+    last &= pp_ack_due(rx, n->now, 65536, 20000);
+    said = pp_ack_next(rx, n->now, &o[15]) && !pp_ack_due(rx, n->now, 0, 0);
+    TAP_OK(k == 9 && held && late,
+           "ack due: in-order data of an unfinished message waits below its bytes and delay");
+    TAP_OK(hole, "ack due: a hole makes the ACK due at once");
+    TAP_OK(last, "ack due: the message's last packet makes it due");
+    TAP_OK(said, "ack due: once sent, no ACK is owed");
+    net_fini(n);
+    free(n);
+}
+
 /* Side s sends a 100-byte message numbered id and transmits it (and any
  * ACK it still owes, which finds nothing to say once it rode on the data). */
 static void piggy_send(net_t *n, int s, int id)
@@ -2029,6 +2070,7 @@ int main(void)
     t_swift_loss();
     t_pwin_queue_spread();
     t_short_ack();
+    t_ack_due();
     t_piggyback();
     t_piggyback_gso();
     t_cubic_queue_guard();

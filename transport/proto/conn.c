@@ -489,6 +489,16 @@ static int ack_piggyable(const pp_conn_t *c)
            (uint32_t)c->st.drops[PP_DROP_DUP] == c->dups_said;
 }
 
+/* The owed ACK went (its own packet, or riding on data). */
+static void ack_said(pp_conn_t *c)
+{
+    c->ack_pending = 0;
+    c->ack_urgent = 0;
+    c->ack_owed_bytes = 0;
+    c->ack_owed_ns = 0;
+    c->st.acks_tx++;
+}
+
 /* The ACK rides on the last packet of a chunk, and only where the 4 bytes
  * leave it no longer than a full packet: the chunk's packets go to the
  * kernel as one GSO datagram, whose segments must all have the size of the
@@ -526,8 +536,7 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
     if (piggy) {   /* the owed ACK rides here: no ACK packet for it */
         memcpy(out->hdr + sizeof d, &c->rcv_cum, PP_PIGGY_LEN);
         out->hdr_len += PP_PIGGY_LEN;
-        c->ack_pending = 0;
-        c->st.acks_tx++;
+        ack_said(c);
         c->st.acks_piggy++;
     }
     pp_seal(out->hdr, out->hdr_len, c->tx_tag);
@@ -1326,9 +1335,10 @@ typedef struct {
     uint64_t place_id, place_off;
 } rx_data_t;
 
-static void note_ack(pp_conn_t *c, const rx_data_t *d)
+static void note_ack(pp_conn_t *c, const rx_data_t *d, int urgent)
 {
     c->ack_pending = 1;
+    c->ack_urgent |= urgent;
     c->ack_no_echo = 0;
     c->ack_echo_psn = d->psn;
     c->ack_echo_path = d->path;
@@ -1357,7 +1367,7 @@ static pp_msg_t *rx_msg(pp_conn_t *c, const rx_data_t *d)
     if ((md != 0 && c->rx_buffered + rx_cost(d->placed, d->msg_len, d->hlen) > c->cfg.rx_buf_max) ||
         !(m = msg_alloc(c, d->placed ? d->hlen : d->msg_len))) {
         drop(c, PP_DROP_NOBUF);
-        note_ack(c, d);   /* tell the sender the window as it is (a probe's answer) */
+        note_ack(c, d, 1);   /* tell the sender the window as it is (a probe's answer) */
         return NULL;
     }
     m->placed = d->placed;
@@ -1493,7 +1503,7 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
     }
     if (pd < 0 || bit_get(c->rcv_bits, d.psn)) {
         drop(c, PP_DROP_DUP);
-        note_ack(c, &d);   /* our ACK may have been lost: say it again */
+        note_ack(c, &d, 1);   /* our ACK may have been lost: say it again */
         return;
     }
     if (!(m = rx_msg(c, &d)))
@@ -1507,7 +1517,10 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
     rcv_mark(c, d.psn);
     c->st.rx_pkts++;
     c->st.rx_bytes += d.len;
-    note_ack(c, &d);
+    note_ack(c, &d, m->got == m->len);   /* (a completed message's sender waits for it) */
+    c->ack_owed_bytes += d.len;
+    if (!c->ack_owed_ns)
+        c->ack_owed_ns = now ? now : 1;
     if ((d.flags & PP_F_RETX) && c->cfg.cc->on_rx_retx)
         c->cfg.cc->on_rx_retx(c, d.len, now);
     else if (c->cfg.cc->on_rx_chunk)
@@ -1689,9 +1702,17 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
     out->payload = out->payload2 = NULL;
     out->len = out->len2 = 0;
     out->path = a.h.path;
-    c->ack_pending = 0;
-    c->st.acks_tx++;
+    ack_said(c);
     return 1;
+}
+
+int pp_ack_due(const pp_conn_t *c, uint64_t now, uint32_t bytes, uint64_t delay_ns)
+{
+    if (!c->ack_pending)
+        return 0;
+    /* a hole: the SACK drives the sender's loss recovery */
+    return c->ack_urgent || c->rcv_ahead || c->credit_grant != c->credit_said ||
+           c->ack_owed_bytes >= bytes || !c->ack_owed_ns || now - c->ack_owed_ns >= delay_ns;
 }
 
 void pp_rx_copy_defer(pp_conn_t *c, pp_copy_t *q, uint32_t cap)
@@ -1756,6 +1777,7 @@ int pp_msg_detach(pp_conn_t *c, pp_msg_t *m)
         c->rx_buffered + c->rwnd_said + c->cfg.chunk > c->cfg.rx_buf_max)
         return 0;
     c->ack_pending = 1;
+    c->ack_urgent = 1;
     c->ack_no_echo = 1;
     return 1;
 }

@@ -502,6 +502,10 @@ struct pp_conn {
     size_t    rwnd_said;          /* the room the last ACK advertised */
     int       ack_pending;
     int       ack_no_echo;        /* the pending ACK is a window update: no RTT echo */
+    int       ack_urgent;         /* it may not wait (pp_ack_due): a message completed, a
+                                   * duplicate came, a window to say */
+    uint32_t  ack_owed_bytes;     /* data bytes it covers that no ACK said yet */
+    uint64_t  ack_owed_ns;        /* when the first of them came (0: none) */
     uint32_t  ack_echo_psn;
     uint16_t  ack_echo_path;
     uint8_t   ack_echo_flags;
@@ -599,6 +603,10 @@ static inline int pp_path_free(const pp_conn_t *c, int p) { return !c->paths[p].
 int  pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out);
 /* The ACK to send if one is owed (after a batch of received packets), or 0. */
 int  pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out);
+/* 1 when the ACK owed should leave now; 0 when it may wait for more data
+ * (in order, no message completed, under bytes bytes and delay_ns old):
+ * a datapath that ACKs every receive pass sends fewer that way. */
+int  pp_ack_due(const pp_conn_t *c, uint64_t now, uint32_t bytes, uint64_t delay_ns);
 /* Timers (RTO, give-up): returns 1 when the connection just failed. */
 int  pp_poll(pp_conn_t *c, uint64_t now);
 /* Handles one received packet (len: the whole datagram) that pp_parse
