@@ -619,9 +619,13 @@ int ptl_udp_connect(ptl_tl_t *tl)
         ev.data.u32 = (uint32_t)e;
         if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, u->fds[e], &ev) != 0)
             return prt_err(PLAIT_ERR_TRANSPORT, "udp: epoll: %s", strerror(errno));
-        if (pthread_create(&g->thread, NULL, udp_engine_main, g) != 0)
-            return prt_err(PLAIT_ERR_TRANSPORT, "udp: cannot start engine thread %d", e);
+        /* started before the thread starts: it reads the flag (udp_rx_pass),
+         * and a store after pthread_create would race with that read. */
         g->started = 1;
+        if (pthread_create(&g->thread, NULL, udp_engine_main, g) != 0) {
+            g->started = 0;
+            return prt_err(PLAIT_ERR_TRANSPORT, "udp: cannot start engine thread %d", e);
+        }
     }
     return PLAIT_OK;
 }
