@@ -959,14 +959,15 @@ static int udp_ack_split(udp_t *u, int *list, int *n, int *out, int cap)
 }
 
 /* Sends the ACKs the last caller pass held back (those that did not ride
- * on data since), but those that may wait still (udp_ack_split). Caller
- * holds g->drive. */
-static void udp_ack_deferred(udp_t *u, udp_engine_t *g)
+ * on data since), but those that may wait still (udp_ack_split) unless
+ * all must go (force: the list is full). Caller holds g->drive. */
+static void udp_ack_deferred(udp_t *u, udp_engine_t *g, int force)
 {
     int wait[UDP_TOUCH], nwait = 0;
     if (!g->ndefer)
         return;
-    nwait = udp_ack_split(u, g->defer, &g->ndefer, wait, UDP_TOUCH);
+    if (!force)
+        nwait = udp_ack_split(u, g->defer, &g->ndefer, wait, UDP_TOUCH);
     if (g->ndefer && udp_rx_order(g, 0))
         udp_ack_touched(u, g->txb, g->defer, g->ndefer);
     else if (g->ndefer)   /* the engine thread is inside a batch that may hold earlier packets */
@@ -981,7 +982,7 @@ static void udp_ack_deferred(udp_t *u, udp_engine_t *g)
 static void udp_defer_acks(udp_t *u, udp_engine_t *g, const int *touched, int nt)
 {
     if (g->ndefer + nt > UDP_TOUCH)
-        udp_ack_deferred(u, g);
+        udp_ack_deferred(u, g, 1);   /* (room for all of touched) */
     for (int k = 0; k < nt; k++)
         if (!udp_listed(g->defer, g->ndefer, touched[k]))
             g->defer[g->ndefer++] = touched[k];
@@ -1410,7 +1411,7 @@ static int udp_pass(udp_t *u, udp_engine_t *g, int *ready, int defer)
 {
     int work;
     uint64_t now;
-    udp_ack_deferred(u, g);
+    udp_ack_deferred(u, g, 0);
     work = udp_rx_pass(u, g, ready, defer);
     now = prt_now_ns();
     udp_rx_stamp(u, g, *ready, now);
@@ -1498,7 +1499,7 @@ static void udp_ack_overdue(udp_t *u, udp_engine_t *g)
     since = atomic_load_explicit(&g->defer_ns, memory_order_relaxed);
     if (!since || prt_now_ns() - since < UDP_ACK_DEFER_NS || pthread_mutex_trylock(&g->drive))
         return;
-    udp_ack_deferred(u, g);
+    udp_ack_deferred(u, g, 0);
     pthread_mutex_unlock(&g->drive);
 }
 
