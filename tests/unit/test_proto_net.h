@@ -98,15 +98,19 @@ static inline void net_fini(net_t *n)
     pp_conn_fini(&n->c[1]);
 }
 
+/* A copy of len bytes at p, bound for side to. */
+static inline net_pkt_t net_pkt(int to, const uint8_t *p, size_t len)
+{
+    net_pkt_t k = {.buf = malloc(len), .len = len, .to = to};
+    memcpy(k.buf, p, len);
+    return k;
+}
+
 static inline void net_enqueue(net_t *n, int to, const uint8_t *p, size_t len)
 {
     if (n->nq == NET_MAXQ)
         return;   /* the wire is full: a drop */
-    n->q[n->nq].buf = malloc(len);
-    memcpy(n->q[n->nq].buf, p, len);
-    n->q[n->nq].len = len;
-    n->q[n->nq].to = to;
-    n->nq++;
+    n->q[n->nq++] = net_pkt(to, p, len);
 }
 
 static inline void net_emit(net_t *n, int from, const pp_out_t *o)
@@ -126,11 +130,7 @@ static inline void net_emit(net_t *n, int from, const pp_out_t *o)
     if (fate == NET_CORRUPT)
         pkt[len / 2] ^= 0x5a;
     if (fate == NET_HOLD && n->nheld < NET_MAXHOLD) {
-        net_pkt_t *h = &n->held[n->nheld];
-        h->buf = malloc(len);
-        memcpy(h->buf, pkt, len);
-        h->len = len;
-        h->to = !from;
+        n->held[n->nheld] = net_pkt(!from, pkt, len);
         n->held_steps[n->nheld++] = 4;
         return;
     }

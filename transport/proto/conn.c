@@ -1527,11 +1527,10 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
         c->cfg.cc->on_rx_chunk(c, d.len, now);
 }
 
-/* pp_sealed_len of a packet that passed hdr_check. */
+/* pp_seal_len of a packet that passed hdr_check, read from the packet. */
 static inline size_t hdr_sealed_len(const void *pkt, size_t len)
 {
-    return pkt_u8(pkt, HDR_AT(type)) == PP_T_DATA ? pp_data_hdr_len(pkt_u8(pkt, HDR_AT(flags)))
-                                                   : len;
+    return pp_seal_len(pkt_u8(pkt, HDR_AT(type)), pkt_u8(pkt, HDR_AT(flags)), len);
 }
 
 /* The checks that need no connection: version, type, flags, reserved
@@ -1542,7 +1541,7 @@ static int hdr_check(const void *pkt, size_t len)
     uint8_t type, flags;
     if (len < sizeof(pp_hdr_t))
         return PP_DROP_TRUNC;
-    memcpy(&magic, (const uint8_t *)pkt + HDR_AT(magic), sizeof magic);
+    magic = pkt_u16(pkt, HDR_AT(magic));
     type = pkt_u8(pkt, HDR_AT(type));
     flags = pkt_u8(pkt, HDR_AT(flags));
     if (magic != PP_MAGIC || (type != PP_T_DATA && type != PP_T_ACK) || (flags & ~PP_F_ALL) ||

@@ -208,11 +208,16 @@ uint64_t pp_tag(uint64_t key, uint32_t src, uint32_t dst);
  * carries). Tests and fuzzers that build packets by hand seal them last. */
 uint64_t pp_hdr_sum(const void *hdr, size_t len);
 void pp_seal(void *hdr, size_t len, uint64_t tag);
-/* The header bytes pp_seal covers in a packet of len bytes whose common
- * header is h: DATA up to its payload, an ACK whole. */
+/* The header bytes pp_seal covers in a packet of len bytes of this type
+ * and flags: DATA up to its payload, an ACK whole. */
+static inline size_t pp_seal_len(unsigned type, unsigned flags, size_t len)
+{
+    return type == PP_T_DATA ? pp_data_hdr_len(flags) : len;
+}
+/* The same for a packet whose common header is h. */
 static inline size_t pp_sealed_len(const pp_hdr_t *h, size_t len)
 {
-    return h->type == PP_T_DATA ? pp_data_hdr_len(h->flags) : len;
+    return pp_seal_len(h->type, h->flags, len);
 }
 
 /* Why a packet was dropped (counted per connection or per endpoint). */
