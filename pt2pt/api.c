@@ -43,7 +43,8 @@ static int ppt_routes(ppt_state_t *s)
     s->tl_of = calloc((size_t)j->size, sizeof *s->tl_of);
     s->txq = calloc((size_t)j->size, sizeof *s->txq);
     s->heads = calloc((size_t)j->size, sizeof *s->heads);
-    if (!s->tl_of || !s->txq || !s->heads)
+    s->early = calloc((size_t)j->size, sizeof *s->early);
+    if (!s->tl_of || !s->txq || !s->heads || !s->early)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for %d routes", j->size);
     if (s->tcp.ops) {
         for (int r = 0; r < j->size; r++)
@@ -60,6 +61,9 @@ static int ppt_routes(ppt_state_t *s)
             if (j->local_peers[i] != j->rank)
                 s->tl_of[j->local_peers[i]] = &s->shm;
     s->tls[s->ntl++] = &s->shm;
+    for (int i = 0; i < s->ntl; i++)
+        if (s->tls[i]->ops->rx_early_set)
+            s->tls[i]->ops->rx_early_set(s->tls[i], ppt_rx_early, s);
     return PLAIT_OK;
 }
 
@@ -158,6 +162,7 @@ static void ppt_teardown(ppt_state_t *s)
     free(s->tl_of);
     free(s->txq);
     free(s->heads);
+    free(s->early);
 }
 
 int ppt_init(void)

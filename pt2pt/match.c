@@ -41,15 +41,20 @@ void ppt_mq_unpost(ppt_mq_t *mq, plait_request_t req)
     req->prev = req->next = NULL;
 }
 
+plait_request_t ppt_mq_find_posted(ppt_mq_t *mq, int src, int tag)
+{
+    for (plait_request_t r = mq->posted_head; r; r = r->next)
+        if (match(r->peer, r->tag, src, tag))
+            return r;
+    return NULL;
+}
+
 plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag)
 {
-    for (plait_request_t r = mq->posted_head; r; r = r->next) {
-        if (match(r->peer, r->tag, src, tag)) {
-            ppt_mq_unpost(mq, r);
-            return r;
-        }
-    }
-    return NULL;
+    plait_request_t r = ppt_mq_find_posted(mq, src, tag);
+    if (r)
+        ppt_mq_unpost(mq, r);
+    return r;
 }
 
 ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag)

@@ -73,6 +73,9 @@ struct plait_request {
     uint64_t         sid;           /* recv, cooperative copy: the sender's request id */
     uint64_t         coop;          /* recv, cooperative copy: the transport's handle */
     int              placed;        /* recv, copy path: buf exposed to the transport (id) */
+    int              early;         /* recv: matched by an EAGER frame from world still
+                                     * arriving, written into buf by the transport
+                                     * (ppt_rx_early); ppt_state_t.early[world] is it */
     int              zc_pending;    /* send, DATA stream: frames the transport still reads
                                      * from buf (zero copy); completes when 0 and streamed */
     int              zc_streamed;   /* send: every DATA frame handed over (or refused) */
@@ -169,6 +172,8 @@ typedef struct ppt_state {
                                       * and for ranks no transport reaches */
     ppt_txq_t      *txq;             /* by world rank: frames waiting for ring space */
     ppt_head_t     *heads;           /* by world rank: the HEAD frame expected next */
+    plait_request_t *early;          /* by world rank: the receive its next frame fills
+                                      * (early placement), else NULL */
     int             ntxq;            /* non-empty queues */
     prt_map_t       mqs;             /* ctx -> ppt_mq_t */
     ppt_mq_t       *mq_last;         /* one-entry cache in front of mqs */
@@ -225,6 +230,8 @@ int  ppt_quiesce_locked(ppt_state_t *s, double timeout_s);
 void ppt_mq_post(ppt_mq_t *mq, plait_request_t req);
 void ppt_mq_unpost(ppt_mq_t *mq, plait_request_t req);
 plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag);
+/* The receive ppt_mq_match_posted would take, left posted. */
+plait_request_t ppt_mq_find_posted(ppt_mq_t *mq, int src, int tag);
 ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag);
 void ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u);
 /* An unexpected-message record, cleared, with room for len bytes of
@@ -248,6 +255,9 @@ int  ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf
                       int src, int tag, plait_request_t *out);
 void ppt_rx_frame(void *ctx, int src_world, const void *hdr, size_t hlen, const void *payload,
                   size_t plen);
+/* ptl_early_fn (ctx: the state): an EAGER frame's header came before its
+ * payload: the posted receive it matches takes it now (early placement). */
+void *ppt_rx_early(void *ctx, int src_world, const void *hdr, size_t hlen, size_t plen);
 int  ppt_tx_flush_locked(ppt_state_t *s);
 /* ptl_zc_fn for zc_reap (ctx: the state): a zero-copy DATA frame finished. */
 void ppt_zc_done(void *ctx, uint64_t cookie, int rc);

@@ -465,13 +465,48 @@ static ppt_umsg_t *umsg_frame(ppt_state_t *s, const ppt_hdr_t *h, int world, con
     return u;
 }
 
+/* Early placement (ptl.h ptl_early_fn): an EAGER frame from world whose
+ * header came before the rest takes the posted receive it matches now, the
+ * one rx_eager would give it (frames from world arrive in order, and this
+ * one is the next); the transport writes its payload into the buffer as it
+ * comes. Between hosts that saves the copy out of the transport's frame,
+ * and lets messages up to PLAIT_NET_EAGER_LIMIT skip the rendezvous' round
+ * trip at the cost of none. A receive too short for the message is left to
+ * rx_eager (truncation). */
+void *ppt_rx_early(void *ctx, int world, const void *hdr, size_t hlen, size_t plen)
+{
+    ppt_state_t *s = ctx;
+    ppt_hdr_t h;
+    ppt_mq_t *mq;
+    plait_request_t r;
+    if (s->early[world] || hlen < PPT_HDR_EAGER || hlen != ppt_hdr_len(((const uint8_t *)hdr)[0]))
+        return NULL;
+    memcpy(&h, hdr, hlen);
+    if (h.type != PPT_EAGER || h.len != plen || h.src < 0 || h.tag < 0 || !(mq = rx_mq(s, h.ctx)) ||
+        !(r = ppt_mq_find_posted(mq, h.src, h.tag)) || r->len < plen)
+        return NULL;
+    ppt_mq_unpost(mq, r);
+    r->world = world;
+    r->early = 1;
+    s->early[world] = r;
+    prt_trace('e', (int64_t)plen, world, 0);
+    return r->buf;
+}
+
 /* An EAGER message: into a posted receive, else unexpected: kept (frame:
- * payload is a transport's frame inside rx, not a send to oneself) or copied. */
+ * payload is a transport's frame inside rx, not a send to oneself) or copied.
+ * The frame of an early placement is in its receive already. */
 static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload, int frame)
 {
     ppt_mq_t *mq = rx_mq(s, h->ctx);
     plait_request_t r;
     ppt_umsg_t *u;
+    if (frame && (r = s->early[world]) != NULL && payload == r->buf) {
+        s->early[world] = NULL;
+        r->early = 0;
+        recv_done(s, r, h->src, h->tag, h->len);
+        return PLAIT_OK;
+    }
     if (!mq)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for a matching queue");
     if ((r = ppt_mq_match_posted(mq, h->src, h->tag)) != NULL) {
@@ -830,6 +865,11 @@ void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
         coop_unlink(s, req);
         tl->ops->coop_close(tl, req->world, req->coop);
         req->coop = 0;
+    } else if (req->kind == PPT_REQ_RECV && req->early) {   /* the transport writes buf: stop it */
+        ptl_tl_t *tl = s->tl_of[req->world];
+        tl->ops->rx_early_revoke(tl, req->world);
+        s->early[req->world] = NULL;
+        req->early = 0;
     } else if (req->kind == PPT_REQ_RECV && !req->id)
         ppt_mq_unpost(req->mq, req);
     if (req->kind == PPT_REQ_SEND && req->zc_pending) {   /* the transport reads buf: stop it */

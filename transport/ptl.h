@@ -27,6 +27,12 @@
 typedef void (*ptl_rx_fn)(void *ctx, int src, const void *hdr, size_t hlen,
                           const void *payload, size_t plen);
 
+/* Early placement: a frame's header arrived before the rest of it (a
+ * transport reassembling large frames from packets); where should its plen
+ * payload bytes go? Returns an address with room for all of them (the
+ * receive the frame matches), or NULL: delivered as usual. */
+typedef void *(*ptl_early_fn)(void *ctx, int src, const void *hdr, size_t hlen, size_t plen);
+
 /* Zero-copy completion: the send that passed cookie no longer needs its
  * buffer; rc PLAIT_OK (every byte acknowledged) or the error. */
 typedef void (*ptl_zc_fn)(void *ctx, uint64_t cookie, int rc);
@@ -108,6 +114,17 @@ struct ptl_ops {
      * is kept this way rather than copied once more. */
     void *(*rx_keep)(ptl_tl_t *tl);
     void  (*rx_free)(ptl_tl_t *tl, int peer, void *handle);
+    /* Early placement (optional, both NULL when absent). rx_early_set:
+     * inside progress, the transport asks early(ctx, ...) once about each
+     * frame large enough that is the next to deliver from its source, when
+     * its header is in but not all of its payload; a frame given an
+     * address arrives through rx with payload equal to it, every byte
+     * there (the transport wrote them as they came: no copy at delivery).
+     * rx_early_revoke(peer): the frame from peer given an address (not yet
+     * delivered) gives it back: the transport stops writing there, copies
+     * what came into its own buffer, and delivers the frame as usual. */
+    void (*rx_early_set)(ptl_tl_t *tl, ptl_early_fn early, void *ctx);
+    void (*rx_early_revoke)(ptl_tl_t *tl, int peer);
 };
 
 /* A transport kind, listed by plait_info. */

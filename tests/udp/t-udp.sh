@@ -173,6 +173,23 @@ if job "udp loopback: PLAIT_STATS=1 pt2pt_match -n 2" 2 "PLAIT_STATS=1" "$BIN/pt
     fi
 fi
 
+# Early placement: eager messages of up to 1 MiB in 9000-byte datagrams
+# (many packets each), most with their receive posted before they are
+# complete: those are written straight into the receive buffer as they
+# come (ptl.h rx_early_set); every byte checked by the programs, the path
+# taken (counted at finalize).
+name="udp loopback: eager messages placed early into posted receives"
+if job "$name: udp_reuse -n 3" 3 "PLAIT_STATS=1 PLAIT_NET_EAGER_LIMIT=1M PLAIT_UDP_MTU=9000" \
+       "$REUSE"; then
+    if grep -Eq "placed early [1-9]" "$out"; then
+        pass "$name: the path is taken"
+    else
+        fail "$name: the path is taken" "$(grep -o 'placed early [0-9]* msgs' "$out" | tr '\n' ' ')"
+    fi
+fi
+job "$name: pt2pt_match -n 2" 2 "PLAIT_NET_EAGER_LIMIT=1M PLAIT_UDP_MTU=9000" "$BIN/pt2pt_match"
+job "$name: pt2pt_many -n 3" 3 "PLAIT_NET_EAGER_LIMIT=1M PLAIT_UDP_MTU=9000" "$BIN/pt2pt_many"
+
 # Counters at finalize: per connection and per path.
 if job "udp loopback: PLAIT_STATS=1 pt2pt_sizes -n 2" 2 "PLAIT_STATS=1" "$BIN/pt2pt_sizes"; then
     if grep -q "conn 0->1: tx [1-9]" "$out" && grep -q "conn 1->0: tx [1-9]" "$out" &&

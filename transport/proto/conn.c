@@ -1389,7 +1389,7 @@ static void rx_copy(pp_conn_t *c, pp_msg_t *m, const rx_data_t *d, const uint8_t
     uint32_t off = d->off, len = d->len;
     size_t room;
     uint8_t *dst;
-    if (!m->placed) {
+    if (!m->placed && !m->early) {
         memcpy(m->data + off, payload, len);
         return;
     }
@@ -1403,7 +1403,10 @@ static void rx_copy(pp_conn_t *c, pp_msg_t *m, const rx_data_t *d, const uint8_t
     if (len == 0)
         return;
     room = len;
-    dst = c->cfg.place(c->cfg.place_arg, m->place_id, m->place_off + (off - m->hlen), &room);
+    if (m->early)   /* (rx_data bounded off + len by the message's length) */
+        dst = m->early + (off - m->hlen);
+    else
+        dst = c->cfg.place(c->cfg.place_arg, m->place_id, m->place_off + (off - m->hlen), &room);
     if (!dst || room > len)
         room = 0;
     if (room && c->copy_q && c->copy_n < c->copy_cap) {
@@ -1414,6 +1417,22 @@ static void rx_copy(pp_conn_t *c, pp_msg_t *m, const rx_data_t *d, const uint8_t
     }
     c->st.rx_placed += room;
     c->st.rx_discarded += len - room;
+}
+
+/* Bookkeeping for early placement (pp_early_next): how far the message's
+ * bytes reach, whether its header is in, and the datapath's hint when an
+ * unplaced message large enough to be worth placing early has its header
+ * in but more to come. */
+static void rx_early_note(pp_conn_t *c, pp_msg_t *m, const rx_data_t *d)
+{
+    if (d->off + d->len > m->hi)
+        m->hi = d->off + d->len;
+    if (d->off == 0 && !m->placed) {
+        m->head_in = 1;
+        if (c->cfg.early_min && m->len - m->hlen >= c->cfg.early_min &&
+            m->got + d->len < m->len)
+            c->early_hint = 1;
+    }
 }
 
 /* A cumulative ACK that rode on a data packet: an ACK saying nothing else
@@ -1513,6 +1532,7 @@ static void rx_data(pp_conn_t *c, uint64_t now, const uint8_t *pkt, size_t len)
         return;
     }
     rx_copy(c, m, &d, pkt + hl);
+    rx_early_note(c, m, &d);
     m->got += d.len;
     rcv_mark(c, d.psn);
     c->st.rx_pkts++;
@@ -1732,6 +1752,46 @@ uint32_t pp_rx_copy_take(pp_conn_t *c)
 void pp_rx_copy_done(pp_conn_t *c, uint32_t n)
 {
     c->copies_out -= n <= c->copies_out ? n : c->copies_out;
+}
+
+pp_msg_t *pp_rx_next(pp_conn_t *c)
+{
+    pp_msg_t *m = c->rmsg[c->rcv_msg % PP_WIN];
+    return m && m->id == c->rcv_msg ? m : NULL;
+}
+
+pp_msg_t *pp_early_next(pp_conn_t *c)
+{
+    pp_msg_t *m = pp_rx_next(c);
+    if (!m || m->placed || m->early || m->early_asked || !m->head_in || m->got == m->len ||
+        !c->cfg.early_min || m->len - m->hlen < c->cfg.early_min)
+        return NULL;
+    m->early_asked = 1;
+    return m;
+}
+
+/* The payload bytes that arrived so far lie within [hlen, hi): copying that
+ * span moves every one of them (and garbage in the holes, which packets
+ * still to come overwrite at the new place). */
+static size_t msg_span(const pp_msg_t *m)
+{
+    return m->hi > m->hlen ? m->hi - m->hlen : 0;
+}
+
+void pp_msg_early(pp_conn_t *c, pp_msg_t *m, void *dst)
+{
+    memcpy(dst, m->data + m->hlen, msg_span(m));
+    m->early = dst;
+    c->st.rx_early++;
+}
+
+void pp_msg_unearly(pp_conn_t *c, pp_msg_t *m)
+{
+    (void)c;
+    if (!m->early)
+        return;
+    memcpy(m->data + m->hlen, m->early, msg_span(m));
+    m->early = NULL;
 }
 
 pp_msg_t *pp_deliver(pp_conn_t *c)

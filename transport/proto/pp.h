@@ -279,6 +279,7 @@ typedef struct {
     uint64_t tx_blocked;                     /* sends refused: buffer full */
     uint64_t rx_placed;                      /* payload bytes placed straight into exposed regions */
     uint64_t rx_discarded;                   /* placed bytes outside any exposed region: dropped */
+    uint64_t rx_early;                       /* messages given their destination early (pp_msg_early) */
     uint64_t spurious;                       /* duplicates the peer reported (our needless retx) */
     uint64_t rto_floor_ns;                   /* the RTO floor as adapted to spurious timeouts */
     uint64_t reo_ns;                         /* the fast-retransmit reordering window now */
@@ -324,6 +325,10 @@ typedef struct {
      * NULL hook: placed packets are dropped as out of bounds. */
     void    *(*place)(void *arg, uint64_t id, uint64_t off, size_t *len);
     void     *place_arg;
+    /* Receiver: unplaced messages of at least this many payload bytes may
+     * be given a destination before they are complete (pp_early_next);
+     * 0: never. */
+    uint32_t early_min;
     uint64_t seed;
     const pp_cc_ops_t *cc;
     const pp_lb_ops_t *lb;
@@ -387,8 +392,15 @@ typedef struct pp_msg {
     uint32_t queued;     /* sender: bytes cut into packets so far */
     uint32_t acked;      /* sender: bytes acknowledged */
     uint32_t got;        /* receiver: bytes placed */
+    uint32_t hi;         /* receiver: end of the furthest packet arrived (bytes of data used) */
     uint32_t cap;        /* bytes allocated after the header (large ones are reused) */
     int      placed;     /* the payload goes to the receiver's region place_id (data: header only) */
+    /* Receiver, unplaced message: early, when the layer above matched it
+     * before it was complete (pp_msg_early), is where its payload goes
+     * from then on; head_in: its first packet (the ptl header) is here;
+     * early_asked: offered to the layer above once (pp_early_next). */
+    uint8_t *early;
+    uint8_t  head_in, early_asked;
     uint64_t place_id, place_off;
     uint8_t *data;       /* the message bytes (ptl header, then payload) */
     /* Sender, referenced message (pp_send_ref): data holds the ptl header
@@ -521,6 +533,7 @@ struct pp_conn {
     pp_copy_t *copy_q;            /* placed payload copies left to the caller (pp_rx_copy_defer) */
     uint32_t  copy_n, copy_cap;
     uint32_t  copies_out;         /* copies taken, not yet reported done: no delivery until 0 */
+    int       early_hint;         /* a header pp_early_next may offer arrived (the datapath clears it) */
 
     /* Large message buffers freed lately, reused: a fresh megabyte from
      * malloc is a fresh mmap, and its page faults cost more than the copy. */
@@ -636,6 +649,21 @@ void pp_rx_parsed(pp_conn_t *c, uint64_t now, const void *pkt, size_t len);
 void pp_rx_copy_defer(pp_conn_t *c, pp_copy_t *q, uint32_t cap);
 uint32_t pp_rx_copy_take(pp_conn_t *c);
 void pp_rx_copy_done(pp_conn_t *c, uint32_t n);
+/* Early placement of an unplaced message, in order: pp_early_next returns
+ * the next message to deliver when its header is in but not all of it (at
+ * least cfg.early_min payload bytes, not offered before), marked offered,
+ * else NULL; early_hint (set by pp_rx when such a header arrives) says one
+ * may be there. pp_msg_early gives m a destination for its payload (what
+ * arrived so far is copied there, later packets go there too, and
+ * pp_deliver hands m up with m->early set: nothing left in m->data after
+ * the header). pp_msg_unearly takes it back (copied into m->data): m is
+ * then delivered as if never given one. Neither may run while copies the
+ * datapath took (pp_rx_copy_take) are not made. */
+pp_msg_t *pp_early_next(pp_conn_t *c);
+void pp_msg_early(pp_conn_t *c, pp_msg_t *m, void *dst);
+void pp_msg_unearly(pp_conn_t *c, pp_msg_t *m);
+/* The next message to deliver, complete or not, or NULL. */
+pp_msg_t *pp_rx_next(pp_conn_t *c);
 /* The next message in order, complete, or NULL; free it with pp_msg_release. */
 pp_msg_t *pp_deliver(pp_conn_t *c);
 /* 1 when pp_deliver would return a message. */

@@ -118,6 +118,8 @@
                                              * would be a syscall per 6 KB) */
 #define UDP_RX_FULL   1200                  /* a datagram this long is data, not an ACK */
 #define UDP_RX_COPIES (UDP_BATCH * UDP_GSO_SEGS)   /* placement copies one batch may leave */
+#define UDP_EARLY_MIN (16u << 10)           /* payload bytes from which a message is worth
+                                             * placing before it is complete (ptl.h) */
 #define UDP_SPLIT_MIN 128                   /* copies worth sharing with the engine thread
                                              * (fewer: the hand-over costs what it saves) */
 
@@ -245,6 +247,11 @@ struct udp {
      * its lock. */
     pp_msg_t      *rx_cur;
     int            rx_kept;
+    /* Early placement (ptl.h rx_early_set): the layer above's hook, and a
+     * hint from the receive path that some message's header came in. */
+    ptl_early_fn   early;
+    void          *early_ctx;
+    _Atomic int    early_hint;
     _Atomic int    zc_ready;                 /* some connection has zero-copy sends to report */
     _Atomic int    gso;                      /* UDP_SEGMENT works (cleared on refusal) */
     _Atomic uint64_t caller_ns;              /* last time an application thread polled */
@@ -513,6 +520,7 @@ static void udp_conn_cfg(udp_t *u, int peer, const udp_card_t *card, pp_cfg_t *c
     c->lb = pp_lb_find(udp_lb_names[g->lb]);
     c->place = udp_place;
     c->place_arg = &u->peers[peer];
+    c->early_min = UDP_EARLY_MIN;
 }
 
 static int udp_connect_peer(udp_t *u, int peer)
@@ -1074,6 +1082,11 @@ static void udp_rx_done(udp_t *u, udp_rxp_t *x, udp_peer_t *p, int acks)
     }
     if (pp_deliver_ready(&p->conn))
         x->ready |= 1;
+    if (p->conn.early_hint) {   /* a header the caller may place early (udp_early_pass) */
+        p->conn.early_hint = 0;
+        atomic_store(&u->early_hint, 1);
+        x->ready |= 1;
+    }
     if (acks && pp_zc_ready(&p->conn) && !atomic_load_explicit(&u->zc_ready,
                                                                memory_order_relaxed)) {
         atomic_store(&u->zc_ready, 1);
@@ -1762,6 +1775,69 @@ static size_t udp_max_frame(ptl_tl_t *tl)
     return UDP_MAX_FRAME;
 }
 
+/* Early placement (ptl.h): offers peer r's next message to the layer
+ * above once its header is in, and gives it the address that comes back.
+ * The message cannot leave meanwhile: only this thread (the caller's,
+ * under the layer above's lock) delivers. Its bytes so far were copied
+ * into its buffer under the lock (unplaced packets are never deferred),
+ * so nothing is in flight to the old place. */
+static void udp_early_peer(udp_t *u, int r)
+{
+    udp_peer_t *p = &u->peers[r];
+    uint8_t hdr[PP_MAX_HLEN];
+    uint32_t id = 0, hlen = 0, plen = 0;
+    pp_msg_t *m;
+    void *dst;
+    pthread_mutex_lock(&p->lock);
+    if ((m = pp_early_next(&p->conn)) != NULL) {
+        id = m->id;
+        hlen = m->hlen;
+        plen = m->len - m->hlen;
+        memcpy(hdr, m->data, hlen);
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (!m || !(dst = u->early(u->early_ctx, r, hdr, hlen, plen)))
+        return;
+    pthread_mutex_lock(&p->lock);
+    if (pp_rx_next(&p->conn) == m && m->id == id)
+        pp_msg_early(&p->conn, m, dst);
+    else   /* (cannot happen: see above) */
+        prt_log(PRT_LOG_ERROR, "udp: message %u from rank %d left before its early placement",
+                id, r);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void udp_early_pass(udp_t *u)
+{
+    if (!u->early || !atomic_exchange(&u->early_hint, 0))
+        return;
+    for (int r = 0; r < u->job->size; r++)
+        if (u->peers[r].up)
+            udp_early_peer(u, r);
+}
+
+static void udp_rx_early_set(ptl_tl_t *tl, ptl_early_fn early, void *ctx)
+{
+    udp_t *u = udp_of(tl);
+    u->early_ctx = ctx;
+    u->early = early;
+}
+
+/* The early-placed message from peer gives its address back: the copies
+ * into it a receive pass made unlocked are done first (udp_unexpose). */
+static void udp_rx_early_revoke(ptl_tl_t *tl, int peer)
+{
+    udp_t *u = udp_of(tl);
+    udp_peer_t *p = &u->peers[peer];
+    pp_msg_t *m;
+    pthread_mutex_lock(&p->lock);
+    while (atomic_load(&p->copying))   /* (made without the lock, counted down before taking it) */
+        sched_yield();
+    if ((m = pp_rx_next(&p->conn)) != NULL)
+        pp_msg_unearly(&p->conn, m);
+    pthread_mutex_unlock(&p->lock);
+}
+
 static int udp_deliver(udp_t *u, ptl_rx_fn rx, void *ctx)
 {
     int n = 0;
@@ -1771,6 +1847,7 @@ static int udp_deliver(udp_t *u, ptl_rx_fn rx, void *ctx)
     for (int r = 0; r < u->job->size; r++) {
         udp_peer_t *p = &u->peers[r];
         pp_msg_t *m;
+        int delivered = 0;
         if (!p->up)
             continue;
         for (;;) {
@@ -1781,13 +1858,17 @@ static int udp_deliver(udp_t *u, ptl_rx_fn rx, void *ctx)
                 break;
             u->rx_cur = m;
             u->rx_kept = 0;
-            rx(ctx, r, m->data, m->hlen, m->placed ? NULL : m->data + m->hlen, m->len - m->hlen);
+            rx(ctx, r, m->data, m->hlen,
+               m->placed ? NULL : m->early ? m->early : m->data + m->hlen, m->len - m->hlen);
             u->rx_cur = NULL;
             pthread_mutex_lock(&p->lock);
             update |= (u->rx_kept ? pp_msg_detach : pp_msg_release)(&p->conn, m) << (r % u->neng);
             pthread_mutex_unlock(&p->lock);
             n++;
+            delivered = 1;
         }
+        if (delivered && u->early)   /* the next one's header may have come meanwhile */
+            udp_early_peer(u, r);
     }
     /* Room the sender must hear of: its engine's pass sends the ACK now
      * (a sender with nothing in flight would otherwise wait for a probe). */
@@ -1803,7 +1884,7 @@ static int udp_deliver(udp_t *u, ptl_rx_fn rx, void *ctx)
 static void *udp_rx_keep(ptl_tl_t *tl)
 {
     udp_t *u = udp_of(tl);
-    if (!u->rx_cur || u->rx_cur->placed)
+    if (!u->rx_cur || u->rx_cur->placed || u->rx_cur->early)
         return NULL;
     u->rx_kept = 1;
     udp_count(&u->st_kept);
@@ -1826,6 +1907,7 @@ static int udp_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
     atomic_store_explicit(&u->caller_ns, prt_now_ns(), memory_order_relaxed);
     for (int e = 0; e < u->neng; e++)
         work += udp_drive(u, e, 1);
+    udp_early_pass(u);
     /* No second pass after delivering: the receive space it frees goes out
      * with the next ACK (one more syscall per message on the latency path
      * bought nothing: windows are far larger than a message or two). */
@@ -1948,7 +2030,8 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 "rx %llu; "
                 "srtt %.1f us min %.1f us; cwnd %llu B; rate %.1f MB/s; blocked %llu; "
                 "peer saw %llu duplicates; "
-                "rto floor %.0f us; reordering window %.1f us; placed %llu B, discarded %llu B; zero-copy %llu msgs\n",
+                "rto floor %.0f us; reordering window %.1f us; placed %llu B, discarded %llu B; "
+                "placed early %llu msgs; zero-copy %llu msgs\n",
                 u->job->rank, r,
                 (unsigned long long)s.tx_msgs, (unsigned long long)s.tx_bytes,
                 (unsigned long long)s.tx_pkts, (unsigned long long)s.tx_chunks,
@@ -1962,7 +2045,7 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 (unsigned long long)s.tx_blocked,
                 (unsigned long long)s.spurious, s.rto_floor_ns / 1e3, s.reo_ns / 1e3,
                 (unsigned long long)s.rx_placed, (unsigned long long)s.rx_discarded,
-                (unsigned long long)s.tx_ref_msgs);
+                (unsigned long long)s.rx_early, (unsigned long long)s.tx_ref_msgs);
         for (int d = 0; d < PP_DROP_N; d++)
             if (s.drops[d])
                 fprintf(f, "    drop %s: %llu\n", pp_drop_name(d), (unsigned long long)s.drops[d]);
@@ -2005,6 +2088,8 @@ const ptl_ops_t ptl_udp_ops = {
     .zc_detach = udp_zc_detach,
     .rx_keep = udp_rx_keep,
     .rx_free = udp_rx_free,
+    .rx_early_set = udp_rx_early_set,
+    .rx_early_revoke = udp_rx_early_revoke,
 };
 
 static int udp_usable(char *why, size_t len)
