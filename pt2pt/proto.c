@@ -194,39 +194,6 @@ static int tx_head(ppt_state_t *s, int world, ppt_tx_t *t)
     return 0;
 }
 
-/* From this size an EAGER frame between hosts is offered to the transport
- * by reference (tx_eager); the transport copies what is below its own
- * limit (PLAIT_UDP_ZCOPY_MIN) anyway. */
-#define PPT_EAGER_REF_MIN (16u << 10)
-
-/* An EAGER frame of send r. Between hosts, where the transport can send
- * from the caller's buffer (send_placed_zc, not placed), it does: no copy
- * into the transport, a receiver that placed it early (ppt_rx_early) gets
- * it with no copy either but the kernel's; the send then completes once
- * the peer acknowledged every byte (ppt_zc_done), as a rendezvous does. A
- * frame that must wait behind others, or that the transport copied,
- * completes as before: once handed over. */
-static int tx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *buf, size_t len,
-                    plait_request_t r)
-{
-    ptl_tl_t *tl = s->tl_of[world];
-    int rc;
-    if (tl == &s->shm || !tl->ops->send_placed_zc || s->txq[world].head || len < PPT_EAGER_REF_MIN)
-        return tx_frame(s, world, h, buf, len, r);
-    PRT_CHECK(ppt_req_register(s, r));
-    rc = tl->ops->send_placed_zc(tl, world, h, ppt_hdr_len(h->type), buf, len, UINT64_MAX, 0,
-                                 r->id);
-    if (rc == PTL_PENDING) {
-        r->zc_pending = 1;
-        r->zc_streamed = 1;   /* (no stream: the one frame is all) */
-        return PLAIT_OK;
-    }
-    ppt_req_unregister(s, r);
-    if (rc == PLAIT_OK)
-        ppt_req_complete(s, r, PLAIT_OK);
-    return rc == 1 ? tx_frame(s, world, h, buf, len, r) : rc;
-}
-
 /* The HEAD frame of send r (announced by the RTS just sent or queued): now
  * if nothing waits before it, else behind the RTS. */
 static int tx_head_start(ppt_state_t *s, int world, plait_request_t r, const ppt_hdr_t *rts)
@@ -799,7 +766,7 @@ int ppt_isend_flags_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, cons
                      "transport between hosts yet", dest);
     } else if (len <= eager_limit(s, s->tl_of[world], mq == comm->cmq && !(flags & PPT_SEND_XCHG))) {
         h.type = PPT_EAGER;
-        rc = tx_eager(s, world, &h, buf, len, r);
+        rc = tx_frame(s, world, &h, buf, len, r);
     } else {
         h.type = PPT_RTS;
         rc = ppt_req_register(s, r);
