@@ -24,9 +24,10 @@ static const char *aa_input(pcoll_sched_t *sc, const pcoll_args_t *a, size_t byt
 }
 
 /*
- * Pairwise exchange (large blocks): own block copied, then in step
- * k = 1 .. n-1 rank r sends block r + k to r + k and receives block r - k
- * from r - k. One peer pair per round keeps exactly one block in flight each
+ * Pairwise exchange (large blocks): in step k = 1 .. n-1 rank r sends block
+ * r + k to r + k and receives block r - k from r - k; its own block is
+ * copied while the first step's transfers move (posted first: a peer's
+ * eager message then finds its receive and lands in place). One peer pair per round keeps exactly one block in flight each
  * way, which suits large blocks and avoids incast.
  * Scattered (medium blocks): the same exchanges, PCOLL_A2A_WINDOW peers per
  * round, so the transports see several messages at once.
@@ -39,8 +40,7 @@ static int aa_exchange(pcoll_sched_t *sc, const pcoll_args_t *a, int window)
     char *R = a->rbuf;
     if (sc->err)
         return sc->err;
-    pcoll_sched_copy(sc, R + (size_t)r * blk, S + (size_t)r * blk, blk);
-    pcoll_sched_end_round(sc);
+    pcoll_sched_copy_posted(sc, R + (size_t)r * blk, S + (size_t)r * blk, blk);
     for (int k0 = 1; k0 < n; k0 += window) {
         for (int k = k0; k < n && k < k0 + window; k++) {
             int to = (r + k) % n, from = (r - k + n) % n;
@@ -49,6 +49,7 @@ static int aa_exchange(pcoll_sched_t *sc, const pcoll_args_t *a, int window)
         }
         pcoll_sched_end_round(sc);
     }
+    pcoll_sched_end_round(sc);   /* (one rank: the copy's own round; an empty one is none) */
     return sc->err;
 }
 
@@ -121,8 +122,8 @@ static int av_exchange(pcoll_sched_t *sc, const pcoll_args_t *a, int window)
     char *R = a->rbuf;
     if (sc->err)
         return sc->err;
-    pcoll_sched_copy(sc, R + a->v->rdispls[r] * es, S + a->v->sdispls[r] * es, a->v->rcounts[r] * es);
-    pcoll_sched_end_round(sc);
+    pcoll_sched_copy_posted(sc, R + a->v->rdispls[r] * es, S + a->v->sdispls[r] * es,
+                            a->v->rcounts[r] * es);   /* (as aa_exchange) */
     for (int k0 = 1; k0 < n; k0 += window) {
         for (int k = k0; k < n && k < k0 + window; k++) {
             int to = (r + k) % n, from = (r - k + n) % n;
@@ -131,6 +132,7 @@ static int av_exchange(pcoll_sched_t *sc, const pcoll_args_t *a, int window)
         }
         pcoll_sched_end_round(sc);
     }
+    pcoll_sched_end_round(sc);
     return sc->err;
 }
 

@@ -15,8 +15,11 @@
 
 /* What one step of a schedule does. Transfers run concurrently within their
  * round; local steps run, in the order added, once every transfer of their
- * round has completed (a round may have only local steps). */
-enum { PCOLL_SEND = 1, PCOLL_RECV, PCOLL_REDUCE, PCOLL_COPY, PCOLL_SCALE, PCOLL_FUNC };
+ * round has completed (a round may have only local steps); a posted copy
+ * (PCOLL_COPY_POSTED) runs as soon as its round's transfers are posted,
+ * while they move. */
+enum { PCOLL_SEND = 1, PCOLL_RECV, PCOLL_REDUCE, PCOLL_COPY, PCOLL_SCALE, PCOLL_FUNC,
+       PCOLL_COPY_POSTED };
 
 struct pcoll_sched;
 /* A FUNC step: any local work (the shared-memory algorithms read peers'
@@ -90,6 +93,11 @@ void pcoll_sched_recv(pcoll_sched_t *sc, int peer, void *buf, size_t len);
 /* dst = a op b over count elements (a, b are the operands in that order). */
 void pcoll_sched_reduce(pcoll_sched_t *sc, void *dst, const void *a, const void *b, size_t count);
 void pcoll_sched_copy(pcoll_sched_t *sc, void *dst, const void *src, size_t len);
+/* A copy made once this round's transfers are posted, while they move (it
+ * must touch none of their buffers): local work that need not hold up
+ * posting the receives, e.g. a rank's own block, which made a peer's eager
+ * message arrive unexpected (one more copy) while it was made first. */
+void pcoll_sched_copy_posted(pcoll_sched_t *sc, void *dst, const void *src, size_t len);
 /* PLAIT_AVG's last step: buf /= communicator size, over count elements. */
 void pcoll_sched_scale(pcoll_sched_t *sc, void *buf, size_t count);
 /* A buffer of len bytes owned by the schedule (NULL and sc->err set on failure). */

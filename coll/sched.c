@@ -144,14 +144,24 @@ void pcoll_sched_reduce(pcoll_sched_t *sc, void *dst, const void *a, const void 
     op->len = count;
 }
 
-void pcoll_sched_copy(pcoll_sched_t *sc, void *dst, const void *src, size_t len)
+static void sched_copy(pcoll_sched_t *sc, int kind, void *dst, const void *src, size_t len)
 {
     pcoll_op_t *op;
-    if (len == 0 || dst == src || !(op = sched_push(sc, PCOLL_COPY)))
+    if (len == 0 || dst == src || !(op = sched_push(sc, kind)))
         return;
     op->buf = dst;
     op->a = src;
     op->len = len;
+}
+
+void pcoll_sched_copy(pcoll_sched_t *sc, void *dst, const void *src, size_t len)
+{
+    sched_copy(sc, PCOLL_COPY, dst, src, len);
+}
+
+void pcoll_sched_copy_posted(pcoll_sched_t *sc, void *dst, const void *src, size_t len)
+{
+    sched_copy(sc, PCOLL_COPY_POSTED, dst, src, len);
 }
 
 void pcoll_sched_scale(pcoll_sched_t *sc, void *buf, size_t count)
@@ -338,6 +348,9 @@ static int sched_start_round(pcoll_sched_t *sc)
             return rc;
         sc->xfer_op[sc->nxfer++] = i;
     }
+    for (int i = round_first(sc, sc->round); i < sc->round_end[sc->round]; i++)
+        if (sc->ops[i].kind == PCOLL_COPY_POSTED)
+            memmove(sc->ops[i].buf, sc->ops[i].a, sc->ops[i].len);
     return PLAIT_OK;
 }
 
