@@ -36,6 +36,13 @@ typedef struct {
 #define ANY SIZE_MAX
 static const pcoll_rule_t pcoll_rules[] = {
     {PCOLL_ALLREDUCE, 16 << 10, 1, 0, 0, 1, PCOLL_AR_RD},
+    /* Two ranks on two hosts, every size: recursive doubling is one swap of
+     * the whole vector, rabenseifner two of half of it: the same bytes, one
+     * rendezvous instead of two (each rank reduces the whole vector). 2 x 1
+     * namespace hosts of the 16-core machine, medians of 5 rounds
+     * (docs/PERFORMANCE.md, session 18): 512 KiB 236 -> 197 us, 1 MiB 426 ->
+     * 387, 2 MiB 832 -> 814, 4 MiB 1610 -> 1569; 256 KiB 113 -> 119. */
+    {PCOLL_ALLREDUCE, ANY, 2, 2, 0, 2, PCOLL_AR_RD},
     /* Between hosts: shm inside each, 1/k of the vector per rank on the
      * network. Against rabenseifner / ring over all ranks on namespace hosts
      * (2 x 2 and 3 x 2 ranks sharing 2 loaded cores, medians of 3 and 5):
