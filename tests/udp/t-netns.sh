@@ -110,7 +110,7 @@ job() {
     t0=$(date +%s)
     rm -f "$WORK/head.pid"
     timeout -s KILL $GUARD ip netns exec $A sh -c 'echo $$ > "$0"; shift; exec "$@"' \
-        "$WORK/head.pid" - "${L[@]}" "$WORK/vip-run" "$BIN/$prog" >"$out" 2>&1 </dev/null
+        "$WORK/head.pid" - "${L[@]}" "$WORK/vip-run" "$BIN/$prog" ${ARGS:-} >"$out" 2>&1 </dev/null
     rc=$?
     left=$(leftovers)
     if [ $rc = 0 ] && [ -z "$left" ]; then
@@ -158,6 +158,19 @@ HOSTS=a:2,b:2 job "udp 2+2 ranks, 1% loss, ranks of one host over loopback too: 
 job "udp A<->B, path 2 limited to 10 Mbit/s: pt2pt_sizes" "" pt2pt_sizes
 job "udp A<->B, path 2 limited to 10 Mbit/s, PLAIT_LB=spray: pt2pt_sizes" "PLAIT_LB=spray" \
     pt2pt_sizes
+"$BED" rate $PFX none
+
+# A receive placed early and cancelled mid-message (udp_reuse revoke: the
+# receiver stops the sender at the first byte placed, so its 2 s timeout
+# falls mid-message): the message must come whole to the next receive, and
+# nothing may be written into the cancelled one's buffer after it returned.
+# 5 Mbit/s per path keeps the transfer long enough for the stop to land
+# before the last byte.
+"$BED" rate $PFX 5mbit 5mbit
+if ARGS=revoke job "udp A<->B: an early-placed receive cancelled mid-message" \
+       "PLAIT_NET_EAGER_LIMIT=1M PLAIT_TIMEOUT=2" ../udp/udp_reuse; then
+    grep -m1 "placed early before" "$out" | sed 's/^/# /'
+fi
 "$BED" rate $PFX none
 
 exit $((failures > 0))
