@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -270,9 +271,14 @@ fail:
 
 /* Between fork and exec: only async-signal-safe calls. */
 static void plr_child(plr_job_t *job, plr_rank_t *rk, int in_fd, int out_fd, int err_fd,
-                      int exec_fd, char **env)
+                      int exec_fd, char **env, pid_t parent)
 {
     struct sigaction sa;
+    /* A launcher killed outright (SIGKILL: no chance to end its ranks)
+     * takes them along instead of leaving them running as orphans; the
+     * check after covers a launcher that died before the request. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(PLR_EXIT_NOEXEC);
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL;
     for (size_t i = 0; i < PLR_NSIGS; i++)
@@ -321,11 +327,11 @@ static int plr_proc_start(plr_job_t *job, plr_rank_t *rk, char **env)
     } else if ((in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
         return errno;
     }
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0)
         return errno;
     if (pid == 0)
-        plr_child(job, rk, in[0], out[1], err[1], ex[1], env);
+        plr_child(job, rk, in[0], out[1], err[1], ex[1], env, parent);
     setpgid(pid, pid);
     rk->pid = pid;
     close(in[0]);

@@ -230,6 +230,27 @@ sig_case() {
 sig_case sigint INT 130
 sig_case sigterm TERM 143
 
+# SIGKILL to plaitrun (no chance to end the ranks itself): the ranks must
+# not run on as orphans; the kernel ends them with their parent.
+shm_before=$(shm_list)
+t0=$SECONDS
+"$PLAITRUN" -n 3 "$WORK/sleeper" 300 >"$WORK/sigkill.out" 2>"$WORK/sigkill.err" </dev/null &
+pid=$!
+for i in $(seq 200); do
+    [ "$(pgrep -f "^$WORK/sleeper" | wc -l)" -ge 3 ] && break
+    sleep 0.1
+done
+kill -KILL $pid
+wait $pid 2>/dev/null
+for i in $(seq 100); do
+    [ -z "$(pgrep -f "^$WORK/sleeper")" ] && break
+    sleep 0.1
+done
+elapsed=$((SECONDS - t0)) rc=137 err=$WORK/sigkill.err
+rm -rf "$TMPDIR"/plaitrun.*   # (a launcher killed outright cannot remove its own)
+[ -z "$(pgrep -f "^$WORK/sleeper")" ]
+check "SIGKILL to plaitrun: its ranks end too (no orphans)" $?
+
 # ---------------------------------------------------------------- bad command lines
 run missing -n 2 "$WORK/no-such-program"
 [ $rc = 127 ] && has "cannot execute '$WORK/no-such-program'" "$err"
