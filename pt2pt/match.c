@@ -57,20 +57,25 @@ plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag)
     return r;
 }
 
+void ppt_mq_del_unexp(ppt_mq_t *mq, ppt_umsg_t *u)
+{
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        mq->unexp_head = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    else
+        mq->unexp_tail = u->prev;
+}
+
 ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag)
 {
     for (ppt_umsg_t *u = mq->unexp_head; u; u = u->next) {
-        if (!match(src, tag, u->src, u->tag))
-            continue;
-        if (u->prev)
-            u->prev->next = u->next;
-        else
-            mq->unexp_head = u->next;
-        if (u->next)
-            u->next->prev = u->prev;
-        else
-            mq->unexp_tail = u->prev;
-        return u;
+        if (match(src, tag, u->src, u->tag)) {
+            ppt_mq_del_unexp(mq, u);
+            return u;
+        }
     }
     return NULL;
 }

@@ -20,7 +20,11 @@
 
 /* ------------------------------------------------------------ wire format */
 
-enum { PPT_EAGER = 1, PPT_RTS, PPT_CTS, PPT_DATA, PPT_FIN, PPT_COOP, PPT_HEAD };
+enum { PPT_EAGER = 1, PPT_RTS, PPT_CTS, PPT_DATA, PPT_FIN, PPT_COOP, PPT_HEAD, PPT_WDRAW };
+
+/* FIN's aux: 0 the receive is done; PPT_FIN_GAVE_UP the receive was
+ * cancelled before the message came whole (its call failed). */
+#define PPT_FIN_GAVE_UP 1
 
 /* Header of every pt2pt frame. EAGER frames carry only its first
  * PPT_HDR_EAGER bytes (so header and a small payload share one cache line of
@@ -33,8 +37,9 @@ typedef struct {
     uint32_t head;   /* RTS: bytes its HEAD frame carries (0: none; proto.c) */
     uint64_t ctx;    /* matching context (communicator) */
     uint64_t len;    /* whole message length */
-    uint64_t sid;    /* sender's request id (RTS, CTS, FIN, HEAD) */
-    uint64_t aux;    /* RTS: sender address; CTS: receiver request id; DATA: offset */
+    uint64_t sid;    /* sender's request id (RTS, CTS, FIN, HEAD, WDRAW) */
+    uint64_t aux;    /* RTS: sender address; CTS, WDRAW: receiver request id (WDRAW: 0 if
+                      * none known); DATA: offset; FIN: 0 or PPT_FIN_GAVE_UP */
     uint64_t rid;    /* DATA: receiver request id */
 } ppt_hdr_t;
 
@@ -70,7 +75,7 @@ struct plait_request {
     size_t           got;           /* recv, copy path: bytes arrived so far */
     size_t           head;          /* send: bytes its HEAD frame carries (DATA starts there) */
     size_t           total;         /* recv, copy path: message length */
-    uint64_t         sid;           /* recv, cooperative copy: the sender's request id */
+    uint64_t         sid;           /* recv, rendezvous matched: the sender's request id */
     uint64_t         coop;          /* recv, cooperative copy: the transport's handle */
     int              placed;        /* recv, copy path: buf exposed to the transport (id) */
     int              early;         /* recv: matched by an EAGER frame from world still
@@ -233,6 +238,7 @@ plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag);
 /* The receive ppt_mq_match_posted would take, left posted. */
 plait_request_t ppt_mq_find_posted(ppt_mq_t *mq, int src, int tag);
 ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag);
+void ppt_mq_del_unexp(ppt_mq_t *mq, ppt_umsg_t *u);
 void ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u);
 /* An unexpected-message record, cleared, with room for len bytes of
  * payload in data (len 0: data NULL), or NULL; ppt_umsg_put gives it back

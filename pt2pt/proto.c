@@ -276,15 +276,22 @@ static void recv_copy(ppt_state_t *s, plait_request_t r, int src, int tag, const
     recv_done(s, r, src, tag, len);
 }
 
-static void control(ppt_state_t *s, int world, int type, uint64_t sid, uint64_t aux)
+static void control_ctx(ppt_state_t *s, int world, int type, uint64_t ctx, uint64_t sid,
+                        uint64_t aux)
 {
     ppt_hdr_t h;
     memset(&h, 0, sizeof h);
     h.type = (uint8_t)type;
+    h.ctx = ctx;
     h.sid = sid;
     h.aux = aux;
     if (tx_frame(s, world, &h, NULL, 0, NULL) != PLAIT_OK)
         prt_log(PRT_LOG_ERROR, "cannot answer rank %d: %s", world, prt_err_text());
+}
+
+static void control(ppt_state_t *s, int world, int type, uint64_t sid, uint64_t aux)
+{
+    control_ctx(s, world, type, 0, sid, aux);
 }
 
 /* Large enough, and the transport can: receiver and a waiting sender copy the
@@ -386,6 +393,7 @@ static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, in
         r->st.tag = tag;
         r->total = len;
         r->world = world;
+        r->sid = sid;
         rc = ppt_req_register(s, r) == PLAIT_OK ? PLAIT_OK : PLAIT_ERR_NOMEM;
         if (rc == PLAIT_OK)
             rndv_head(s, r, world, sid, head, data);
@@ -598,8 +606,9 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
     plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
     ppt_tx_t *t;
-    if (!r) {
-        prt_log(PRT_LOG_WARN, "dropped a CTS from rank %d naming no live send", world);
+    if (!r) {   /* withdrawn (its call failed): the receive that answered must not wait */
+        prt_log(PRT_LOG_DEBUG, "a CTS from rank %d named a withdrawn send", world);
+        control(s, world, PPT_WDRAW, h->sid, h->aux);
         return;
     }
     prt_trace('c', (int64_t)h->aux, world, h->sid);
@@ -653,6 +662,8 @@ static void rx_coop(ppt_state_t *s, int world, const ppt_hdr_t *h)
         prt_log(PRT_LOG_WARN, "%s", prt_err_text());
 }
 
+static void txq_remove_req(ppt_state_t *s, plait_request_t req);
+
 static void rx_fin(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
     plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
@@ -660,7 +671,49 @@ static void rx_fin(ppt_state_t *s, int world, const ppt_hdr_t *h)
         prt_log(PRT_LOG_DEBUG, "dropped a FIN from rank %d naming no live send", world);
         return;
     }
+    if (h->aux == PPT_FIN_GAVE_UP) {   /* stop streaming: nobody takes the rest */
+        txq_remove_req(s, r);
+        stream_end(s, r, prt_err(PLAIT_ERR_TRANSPORT, "rank %d gave up its receive of this "
+                                 "message (its call failed: timed out?) before it arrived whole",
+                                 r->peer));
+        return;
+    }
     stream_end(s, r, PLAIT_OK);   /* (a HEAD frame may still be read from its buffer) */
+}
+
+/* A send withdrawn by its sender after its RTS went out (its call failed;
+ * ppt_cancel_locked): aux 0: its RTS, if it still waits unexpected here, is
+ * dropped as if never sent (nothing may read the sender's buffer now), or
+ * a cooperative copy of it stops; aux a receive's id: that receive matched
+ * it and answered (the CTS found no live send): it fails, rather than wait
+ * for data that never comes. */
+static void rx_wdraw(ppt_state_t *s, int world, const ppt_hdr_t *h)
+{
+    ppt_mq_t *mq = ppt_mq_lookup(s, h->ctx, 0);
+    plait_request_t r = NULL;
+    ppt_umsg_t *u;
+    if (s->heads[world].sid == h->sid)
+        s->heads[world].len = 0;
+    if (h->aux) {
+        if ((r = rx_req(s, h->aux, PPT_REQ_RECV, world)) != NULL)
+            ppt_req_unregister(s, r);
+    } else if ((u = umsg_rts(mq, world, h->sid)) != NULL) {
+        ppt_mq_del_unexp(mq, u);
+        ppt_umsg_put(s, u);
+        return;
+    } else {
+        for (r = s->coop_head; r && !(r->world == world && r->sid == h->sid); r = r->next)
+            ;
+        if (r) {
+            ptl_tl_t *tl = s->tl_of[world];
+            coop_unlink(s, r);
+            tl->ops->coop_close(tl, world, r->coop);
+            r->coop = 0;
+        }
+    }
+    if (r)
+        ppt_req_complete(s, r, prt_err(PLAIT_ERR_TRANSPORT, "rank %d withdrew the message this "
+                                       "receive matched (its send failed: timed out?)", world));
 }
 
 void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void *payload,
@@ -693,6 +746,7 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
     case PPT_CTS:  rx_cts(s, world, &h); return;
     case PPT_DATA: rx_data(s, world, &h, payload, plen); return;
     case PPT_FIN:  rx_fin(s, world, &h); return;
+    case PPT_WDRAW: rx_wdraw(s, world, &h); return;
     case PPT_COOP: rx_coop(s, world, &h); return;
     default: break;
     }
@@ -878,6 +932,14 @@ void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
             prt_log(PRT_LOG_ERROR, "cancelling a send: %s", prt_err_text());
         req->zc_pending = 0;
     }
+    /* The peer holds or works on this rendezvous: tell it (rx_wdraw, rx_fin),
+     * so that its receive neither reads this buffer later nor waits for
+     * data that never comes, and a sender stops streaming to a receive
+     * that gave up. */
+    if (req->kind == PPT_REQ_SEND && req->id && req->world >= 0 && s->tl_of[req->world])
+        control_ctx(s, req->world, PPT_WDRAW, req->mq->ctx, req->id, 0);
+    else if (req->kind == PPT_REQ_RECV && req->id && req->sid)
+        control(s, req->world, PPT_FIN, req->sid, PPT_FIN_GAVE_UP);
     ppt_req_unregister(s, req);
     if (req->kind == PPT_REQ_SEND && req->world >= 0 && s->tl_of[req->world])
         txq_remove_req(s, req);

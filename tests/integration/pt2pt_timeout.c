@@ -8,8 +8,13 @@
  * sends the message: the timed-out receive must have been withdrawn, so a
  * fresh receive gets it whole. A non-blocking receive whose waitall timed
  * out stays posted (plait.h: the request is left as it was): waited on
- * again after the send, it completes with the message. Then a normal
- * barrier and finalize.
+ * again after the send, it completes with the message.
+ * Then the other way round, for a rendezvous-sized message: the last rank's
+ * blocking send to rank 0, which posts nothing yet (it polls an ibarrier),
+ * times out and is withdrawn; the sender overwrites its buffer. Rank 0's
+ * receive posted afterwards must not get the withdrawn message nor the
+ * overwritten bytes: it gets the second send, whole. Then a normal barrier
+ * and finalize.
  */
 #include "common.h"
 
@@ -88,6 +93,30 @@ int main(void)
         CHECK(req == NULL && st.bytes == 64 && st.tag == 7, "request %p, status {%d, %d, %zu}",
               (void *)req, st.source, st.tag, st.bytes);
         CHECK_RECV(kept, 64, 64, t_key(2, 0, 0, 0), "message for the kept receive");
+    }
+    t_case = "a rendezvous send that timed out is withdrawn";
+    {
+        size_t big = 1u << 20;
+        unsigned char *b = t_malloc(big + T_GUARD);
+        if (rank == silent) {
+            t_fill(b, big, t_key(3, 0, 0, 0));
+            CHECK_RC_IS(plait_send(b, big, PLAIT_BYTE, 0, 9, plait_comm_world()), PLAIT_ERR_TIMEOUT);
+            CHECK(names_number(plait_last_error(), 0), "plait_last_error() \"%s\" does not name "
+                  "rank 0, the rank waited for", plait_last_error());
+            memset(b, 0xee, big);   /* the buffer is ours again */
+        }
+        ibarrier_poll();   /* rank 0 polls here while the send times out */
+        if (rank == silent) {
+            t_fill(b, big, t_key(4, 0, 0, 0));
+            CHECK_RC(plait_send(b, big, PLAIT_BYTE, 0, 9, plait_comm_world()));
+        } else if (rank == 0) {
+            plait_status_t st;
+            t_poison(b, big + T_GUARD);
+            CHECK_RC(plait_recv(b, big, PLAIT_BYTE, silent, 9, plait_comm_world(), &st));
+            CHECK(st.bytes == big, "status {%d, %d, %zu}", st.source, st.tag, st.bytes);
+            CHECK_RECV(b, big, big, t_key(4, 0, 0, 0), "the send after a withdrawn one");
+        }
+        free(b);
     }
     t_case = "barrier after the timeouts";
     CHECK_RC(plait_barrier(plait_comm_world()));

@@ -559,6 +559,7 @@ static void udp_rxb_init(udp_rxb_t *r)
     r->ncopy = 0;
     r->nrun = 0;
     r->vlen = UDP_BATCH;
+    r->gro = 0;   /* (read by udp_rx_vlen before the first datagram sets it) */
     for (int i = 0; i < UDP_BATCH; i++) {
         r->iov[i].iov_base = r->bufs[i];
         r->iov[i].iov_len = UDP_RXBUF;
