@@ -76,6 +76,8 @@ struct plait_request {
     size_t           head;          /* send: bytes its HEAD frame carries (DATA starts there) */
     size_t           total;         /* recv, copy path: message length */
     uint64_t         sid;           /* recv, rendezvous matched: the sender's request id */
+    uint64_t         raddr;         /* recv, pull pending: the sender's buffer address */
+    int              get_pending;   /* recv: in ppt_state_t.get_head (ppt_get_progress) */
     uint64_t         coop;          /* recv, cooperative copy: the transport's handle */
     int              placed;        /* recv, copy path: buf exposed to the transport (id) */
     int              early;         /* recv: matched by an EAGER frame from world still
@@ -188,6 +190,7 @@ typedef struct ppt_state {
     plait_comm_t    all_comms;       /* every communicator made, freed at finalize */
     plait_request_t coll_head;       /* active non-blocking collectives */
     plait_request_t coop_head;       /* receives moving data by cooperative copy */
+    plait_request_t get_head;        /* matched receives whose pull waits for the pass's end */
     uint64_t        last_alive_ns;
     uint64_t        net_wait_ns;     /* moving average of waits on other hosts' ranks */
     _Atomic int     net_wait_yield;  /* their spin stage yields (request.c wait_spin_yields;
@@ -268,6 +271,8 @@ int  ppt_tx_flush_locked(ppt_state_t *s);
 /* ptl_zc_fn for zc_reap (ctx: the state): a zero-copy DATA frame finished. */
 void ppt_zc_done(void *ctx, uint64_t cookie, int rc);
 int  ppt_coop_progress(ppt_state_t *s, plait_request_t r);
+/* Runs the pulls (transport get) of rendezvous matched during this pass. */
+int  ppt_get_progress(ppt_state_t *s);
 void ppt_cancel_locked(ppt_state_t *s, plait_request_t req);
 
 #endif

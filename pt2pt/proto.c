@@ -371,23 +371,75 @@ static void rndv_head(ppt_state_t *s, plait_request_t r, int world, uint64_t sid
         s->heads[world].rid = r->id;
 }
 
+static void rndv_finish(ppt_state_t *s, plait_request_t r, int world, int src, int tag,
+                        size_t len, uint64_t sid, size_t head, const void *data, int rc);
+
 /* A matched rendezvous: copy together with the sender, pull the data, or ask
  * for it through the ring (after the head the sender sent unasked: head
- * bytes, data NULL until its frame came). */
+ * bytes, data NULL until its frame came). The pull is left to the end of the
+ * progress pass (ppt_get_progress): a withdrawal (rx_wdraw) right behind the
+ * RTS, delivered in the same pass, then stops it before it reads a buffer
+ * the sender's failed call gave back. */
 static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, int tag, size_t len,
                        uint64_t sid, uint64_t addr, size_t head, const void *data)
 {
     ptl_tl_t *tl = s->tl_of[world];
     size_t n = len < r->len ? len : r->len;
-    int rc = PLAIT_ERR_UNSUPPORTED;
     r->st.source = src;
     r->st.tag = tag;
     if (rndv_coop(s, r, world, len, n, sid, addr))
         return;
-    if (n == 0)
-        rc = PLAIT_OK;
-    else if (tl->ops->get)
-        rc = tl->ops->get(tl, world, addr, r->buf, n);
+    if (n && tl->ops->get) {
+        r->world = world;
+        r->sid = sid;
+        r->total = len;
+        r->raddr = addr;
+        r->get_pending = 1;
+        r->prev = NULL;
+        r->next = s->get_head;
+        if (s->get_head)
+            s->get_head->prev = r;
+        s->get_head = r;
+        return;
+    }
+    rndv_finish(s, r, world, src, tag, len, sid, head, data,
+                n == 0 ? PLAIT_OK : PLAIT_ERR_UNSUPPORTED);
+}
+
+static void get_unlink(ppt_state_t *s, plait_request_t r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->get_head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+    r->get_pending = 0;
+}
+
+/* The pulls rndv_start left for the end of the pass. */
+int ppt_get_progress(ppt_state_t *s)
+{
+    int n = 0;
+    plait_request_t r;
+    while ((r = s->get_head) != NULL) {
+        ptl_tl_t *tl = s->tl_of[r->world];
+        size_t len = r->total < r->len ? r->total : r->len;
+        get_unlink(s, r);
+        rndv_finish(s, r, r->world, r->st.source, r->st.tag, r->total, r->sid, 0, NULL,
+                    tl->ops->get(tl, r->world, r->raddr, r->buf, len));
+        n++;
+    }
+    return n;
+}
+
+/* The rest of rndv_start, once the pull ran (rc: its result; UNSUPPORTED:
+ * none, ask for the data through the ring). */
+static void rndv_finish(ppt_state_t *s, plait_request_t r, int world, int src, int tag,
+                        size_t len, uint64_t sid, size_t head, const void *data, int rc)
+{
+    ptl_tl_t *tl = s->tl_of[world];
     if (rc == PLAIT_ERR_UNSUPPORTED) {
         r->st.source = src;
         r->st.tag = tag;
@@ -681,12 +733,21 @@ static void rx_fin(ppt_state_t *s, int world, const ppt_hdr_t *h)
     stream_end(s, r, PLAIT_OK);   /* (a HEAD frame may still be read from its buffer) */
 }
 
+/* The receive of list (linked by next) matched to send sid of world, or NULL. */
+static plait_request_t sid_find(plait_request_t list, int world, uint64_t sid)
+{
+    while (list && !(list->world == world && list->sid == sid))
+        list = list->next;
+    return list;
+}
+
 /* A send withdrawn by its sender after its RTS went out (its call failed;
  * ppt_cancel_locked): aux 0: its RTS, if it still waits unexpected here, is
- * dropped as if never sent (nothing may read the sender's buffer now), or
- * a cooperative copy of it stops; aux a receive's id: that receive matched
- * it and answered (the CTS found no live send): it fails, rather than wait
- * for data that never comes. */
+ * dropped as if never sent (nothing may read the sender's buffer now); a
+ * receive that matched it this pass, its pull not yet made, or one copying
+ * it cooperatively, fails; aux a receive's id: that receive matched it and
+ * answered (the CTS found no live send): it fails, rather than wait for
+ * data that never comes. */
 static void rx_wdraw(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
     ppt_mq_t *mq = ppt_mq_lookup(s, h->ctx, 0);
@@ -694,22 +755,20 @@ static void rx_wdraw(ppt_state_t *s, int world, const ppt_hdr_t *h)
     ppt_umsg_t *u;
     if (s->heads[world].sid == h->sid)
         s->heads[world].len = 0;
-    if (h->aux) {
+    if ((r = sid_find(s->get_head, world, h->sid)) != NULL) {
+        get_unlink(s, r);
+    } else if (h->aux) {
         if ((r = rx_req(s, h->aux, PPT_REQ_RECV, world)) != NULL)
             ppt_req_unregister(s, r);
     } else if ((u = umsg_rts(mq, world, h->sid)) != NULL) {
         ppt_mq_del_unexp(mq, u);
         ppt_umsg_put(s, u);
         return;
-    } else {
-        for (r = s->coop_head; r && !(r->world == world && r->sid == h->sid); r = r->next)
-            ;
-        if (r) {
-            ptl_tl_t *tl = s->tl_of[world];
-            coop_unlink(s, r);
-            tl->ops->coop_close(tl, world, r->coop);
-            r->coop = 0;
-        }
+    } else if ((r = sid_find(s->coop_head, world, h->sid)) != NULL) {
+        ptl_tl_t *tl = s->tl_of[world];
+        coop_unlink(s, r);
+        tl->ops->coop_close(tl, world, r->coop);
+        r->coop = 0;
     }
     if (r)
         ppt_req_complete(s, r, prt_err(PLAIT_ERR_TRANSPORT, "rank %d withdrew the message this "
@@ -919,6 +978,8 @@ void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
         coop_unlink(s, req);
         tl->ops->coop_close(tl, req->world, req->coop);
         req->coop = 0;
+    } else if (req->kind == PPT_REQ_RECV && req->get_pending) {
+        get_unlink(s, req);
     } else if (req->kind == PPT_REQ_RECV && req->early) {   /* the transport writes buf: stop it */
         ptl_tl_t *tl = s->tl_of[req->world];
         tl->ops->rx_early_revoke(tl, req->world);

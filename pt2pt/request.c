@@ -76,6 +76,8 @@ int ppt_progress_locked(ppt_state_t *s)
         if (s->tls[i]->ops->zc_reap)
             n += s->tls[i]->ops->zc_reap(s->tls[i], ppt_zc_done, s);
     }
+    if (s->get_head)
+        n += ppt_get_progress(s);
     if (s->ntxq)
         n += ppt_tx_flush_locked(s);
     for (r = s->coop_head; r; r = next) {

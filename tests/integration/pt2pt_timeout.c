@@ -13,12 +13,17 @@
  * blocking send to rank 0, which posts nothing yet (it polls an ibarrier),
  * times out and is withdrawn; the sender overwrites its buffer. Rank 0's
  * receive posted afterwards must not get the withdrawn message nor the
- * overwritten bytes: it gets the second send, whole. Then a normal barrier
- * and finalize.
+ * overwritten bytes: it gets the second send, whole. Once more with rank 0
+ * asleep (no progress at all) while the send times out, for 192 KiB (inside
+ * a host: a pull) and 1 MiB (a cooperative copy): its next receive either fails (it matched the
+ * withdrawn message, whose withdrawal came right behind it) or gets the
+ * second send; never the overwritten bytes. Then a normal barrier and
+ * finalize.
  */
 #include "common.h"
 
 #include <ctype.h>
+#include <unistd.h>
 
 static int rank, size;
 
@@ -118,6 +123,36 @@ int main(void)
         }
         free(b);
     }
+    t_case = "a send withdrawn while its receiver slept";
+    for (int k = 0; k < 2; k++) {
+        size_t big = k ? 1u << 20 : 192u << 10;   /* above every eager limit; shm: pull, coop */
+        unsigned char *b = t_malloc(big + T_GUARD);
+        ibarrier_poll();
+        if (rank == silent) {
+            t_fill(b, big, t_key(5, 0, 0, big));
+            CHECK_RC_IS(plait_send(b, big, PLAIT_BYTE, 0, 10, plait_comm_world()), PLAIT_ERR_TIMEOUT);
+            memset(b, 0xee, big);   /* the buffer is ours again */
+            t_fill(b, big, t_key(6, 0, 0, big));
+            CHECK_RC(plait_send(b, big, PLAIT_BYTE, 0, 10, plait_comm_world()));
+        } else if (rank == 0) {
+            plait_status_t st;
+            int rc;
+            sleep(3);   /* longer than the sender's PLAIT_TIMEOUT, making no progress */
+            t_poison(b, big + T_GUARD);
+            rc = plait_recv(b, big, PLAIT_BYTE, silent, 10, plait_comm_world(), &st);
+            if (rc == PLAIT_ERR_TRANSPORT) {   /* it matched the withdrawn one: fails, says so */
+                CHECK(strstr(plait_last_error(), "withdrew") != NULL, "plait_last_error() \"%s\" "
+                      "does not say the message was withdrawn", plait_last_error());
+                t_poison(b, big + T_GUARD);
+                rc = plait_recv(b, big, PLAIT_BYTE, silent, 10, plait_comm_world(), &st);
+            }
+            CHECK_RC(rc);
+            CHECK_RECV(b, big, big, t_key(6, 0, 0, big), "%zu bytes, the send after one withdrawn "
+                       "while the receiver slept", big);
+        }
+        free(b);
+    }
+    ibarrier_poll();   /* (the other ranks wait here meanwhile: a poll never times out) */
     t_case = "barrier after the timeouts";
     CHECK_RC(plait_barrier(plait_comm_world()));
     if (rank == 0) printf("pt2pt_timeout: %d ranks ok\n", size);
