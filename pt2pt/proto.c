@@ -256,8 +256,13 @@ int ppt_tx_flush_locked(ppt_state_t *s)
 
 /* ---------------------------------------------------------- receiving */
 
+/* Completes receive r with a message of len bytes (PLAIT_ERR_TRUNCATE,
+ * saying so, when the buffer was shorter). */
 static void recv_done(ppt_state_t *s, plait_request_t r, int src, int tag, size_t len)
 {
+    if (len > r->len)
+        prt_err(PLAIT_ERR_TRUNCATE, "message of %zu bytes from rank %d (tag %d) truncated to the "
+                "%zu-byte receive buffer", len, src, tag, r->len);
     r->st.source = src;
     r->st.tag = tag;
     r->st.bytes = len < r->len ? len : r->len;
@@ -270,9 +275,6 @@ static void recv_copy(ppt_state_t *s, plait_request_t r, int src, int tag, const
     size_t n = len < r->len ? len : r->len;
     if (n)
         memcpy(r->buf, data, n);
-    if (len > r->len)
-        prt_err(PLAIT_ERR_TRUNCATE, "message of %zu bytes from rank %d (tag %d) truncated to the "
-                "%zu-byte receive buffer", len, src, tag, r->len);
     recv_done(s, r, src, tag, len);
 }
 
@@ -341,9 +343,6 @@ int ppt_coop_progress(ppt_state_t *s, plait_request_t r)
         ppt_req_complete(s, r, rc);
         return 1;
     }
-    if (r->total > r->len)
-        prt_err(PLAIT_ERR_TRUNCATE, "message of %zu bytes from rank %d (tag %d) truncated to the "
-                "%zu-byte receive buffer", r->total, r->st.source, r->st.tag, r->len);
     recv_done(s, r, r->st.source, r->st.tag, r->total);
     return 1;
 }
@@ -469,9 +468,6 @@ static void rndv_finish(ppt_state_t *s, plait_request_t r, int world, int src, i
         ppt_req_complete(s, r, rc);
         return;
     }
-    if (len > r->len)
-        prt_err(PLAIT_ERR_TRUNCATE, "message of %zu bytes from rank %d (tag %d) truncated to the "
-                "%zu-byte receive buffer", len, src, tag, r->len);
     recv_done(s, r, src, tag, len);
 }
 
@@ -694,9 +690,6 @@ static void rx_data(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
     r->got += plen;
     if (r->got == r->total) {
         ppt_req_unregister(s, r);
-        if (r->total > r->len)
-            prt_err(PLAIT_ERR_TRUNCATE, "message of %zu bytes from rank %d truncated to the "
-                    "%zu-byte receive buffer", r->total, r->st.source, r->len);
         recv_done(s, r, r->st.source, r->st.tag, r->total);
     }
 }

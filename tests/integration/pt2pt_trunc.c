@@ -67,6 +67,13 @@ static void one_case(int c, int via, int dst, int src, int wildcard)
           src, tag, tc->cap);
     CHECK_RECV(rbuf, tc->cap, tc->cap, rkey, "%zu-byte message truncated to %zu via %s",
                tc->len, tc->cap, via_name[via]);
+    {
+        char want[32];
+        snprintf(want, sizeof want, "(tag %d)", tag);
+        CHECK(strstr(plait_last_error(), want) != NULL, "%zu-byte message truncated via %s: "
+              "plait_last_error() \"%s\" does not name %s", tc->len, via_name[via],
+              plait_last_error(), want);
+    }
 
     /* The follow-up (same tag) must arrive whole: the truncated message is gone. */
     t_poison(rbuf, tc->len + T_GUARD);
