@@ -296,6 +296,28 @@ static void control(ppt_state_t *s, int world, int type, uint64_t sid, uint64_t 
     control_ctx(s, world, type, 0, sid, aux);
 }
 
+/* The receive lists of the state (cooperative copies, pending pulls): doubly
+ * linked through the requests' prev and next, newest first. */
+static void req_push(plait_request_t *head, plait_request_t r)
+{
+    r->prev = NULL;
+    r->next = *head;
+    if (*head)
+        (*head)->prev = r;
+    *head = r;
+}
+
+static void req_unlink(plait_request_t *head, plait_request_t r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        *head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
 /* Large enough, and the transport can: receiver and a waiting sender copy the
  * message together (the COOP frame invites the sender to help). */
 static int rndv_coop(ppt_state_t *s, plait_request_t r, int world, size_t len, size_t n,
@@ -309,23 +331,13 @@ static int rndv_coop(ppt_state_t *s, plait_request_t r, int world, size_t len, s
     r->sid = sid;
     r->total = len;
     control(s, world, PPT_COOP, sid, r->coop);
-    r->prev = NULL;
-    r->next = s->coop_head;
-    if (s->coop_head)
-        s->coop_head->prev = r;
-    s->coop_head = r;
+    req_push(&s->coop_head, r);
     return 1;   /* the progress loop copies, once the sender had a chance to join */
 }
 
 static void coop_unlink(ppt_state_t *s, plait_request_t r)
 {
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->coop_head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    r->prev = r->next = NULL;
+    req_unlink(&s->coop_head, r);
 }
 
 /* Copies what is left of a cooperative receive; completes it when every byte is in. */
@@ -394,11 +406,7 @@ static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, in
         r->total = len;
         r->raddr = addr;
         r->get_pending = 1;
-        r->prev = NULL;
-        r->next = s->get_head;
-        if (s->get_head)
-            s->get_head->prev = r;
-        s->get_head = r;
+        req_push(&s->get_head, r);
         return;
     }
     rndv_finish(s, r, world, src, tag, len, sid, head, data,
@@ -407,13 +415,7 @@ static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, in
 
 static void get_unlink(ppt_state_t *s, plait_request_t r)
 {
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->get_head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    r->prev = r->next = NULL;
+    req_unlink(&s->get_head, r);
     r->get_pending = 0;
 }
 
@@ -952,13 +954,8 @@ static void txq_remove_req(ppt_state_t *s, plait_request_t req)
 
 static void coll_unlink(ppt_state_t *s, plait_request_t req)
 {
-    if (req->prev)
-        req->prev->next = req->next;
-    else if (s->coll_head == req)
-        s->coll_head = req->next;
-    if (req->next)
-        req->next->prev = req->prev;
-    req->prev = req->next = NULL;
+    if (req->prev || s->coll_head == req)   /* (else not in the list: finished already) */
+        req_unlink(&s->coll_head, req);
 }
 
 /* Withdraws an unfinished request: it will never complete or touch its buffer. */
