@@ -27,8 +27,9 @@ static const char *aa_input(pcoll_sched_t *sc, const pcoll_args_t *a, size_t byt
  * Pairwise exchange (large blocks): in step k = 1 .. n-1 rank r sends block
  * r + k to r + k and receives block r - k from r - k; its own block is
  * copied while the first step's transfers move (posted first: a peer's
- * eager message then finds its receive and lands in place). One peer pair per round keeps exactly one block in flight each
- * way, which suits large blocks and avoids incast.
+ * eager message then finds its receive and lands in place). One peer pair
+ * per round keeps exactly one block in flight each way, which suits large
+ * blocks and avoids incast.
  * Scattered (medium blocks): the same exchanges, PCOLL_A2A_WINDOW peers per
  * round, so the transports see several messages at once.
  */

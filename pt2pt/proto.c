@@ -335,9 +335,13 @@ static int rndv_coop(ppt_state_t *s, plait_request_t r, int world, size_t len, s
     return 1;   /* the progress loop copies, once the sender had a chance to join */
 }
 
-static void coop_unlink(ppt_state_t *s, plait_request_t r)
+/* A cooperative receive stops copying: out of the list, descriptor closed. */
+static void coop_end(ppt_state_t *s, plait_request_t r)
 {
+    ptl_tl_t *tl = s->tl_of[r->world];
     req_unlink(&s->coop_head, r);
+    tl->ops->coop_close(tl, r->world, r->coop);
+    r->coop = 0;
 }
 
 /* Copies what is left of a cooperative receive; completes it when every byte is in. */
@@ -347,9 +351,7 @@ int ppt_coop_progress(ppt_state_t *s, plait_request_t r)
     int rc = tl->ops->coop_work(tl, r->world, r->coop, 1);
     if (rc == 0)
         return 0;
-    coop_unlink(s, r);
-    tl->ops->coop_close(tl, r->world, r->coop);
-    r->coop = 0;
+    coop_end(s, r);
     control(s, r->world, PPT_FIN, r->sid, 0);
     if (rc < 0) {
         ppt_req_complete(s, r, rc);
@@ -760,10 +762,7 @@ static void rx_wdraw(ppt_state_t *s, int world, const ppt_hdr_t *h)
         ppt_umsg_put(s, u);
         return;
     } else if ((r = sid_find(s->coop_head, world, h->sid)) != NULL) {
-        ptl_tl_t *tl = s->tl_of[world];
-        coop_unlink(s, r);
-        tl->ops->coop_close(tl, world, r->coop);
-        r->coop = 0;
+        coop_end(s, r);
     }
     if (r)
         ppt_req_complete(s, r, prt_err(PLAIT_ERR_TRANSPORT, "rank %d withdrew the message this "
@@ -964,10 +963,7 @@ void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
     if (atomic_load(&req->done))
         return;
     if (req->kind == PPT_REQ_RECV && req->coop) {
-        ptl_tl_t *tl = s->tl_of[req->world];
-        coop_unlink(s, req);
-        tl->ops->coop_close(tl, req->world, req->coop);
-        req->coop = 0;
+        coop_end(s, req);
     } else if (req->kind == PPT_REQ_RECV && req->get_pending) {
         get_unlink(s, req);
     } else if (req->kind == PPT_REQ_RECV && req->early) {   /* the transport writes buf: stop it */

@@ -141,6 +141,7 @@ typedef struct {
     udp_regions_t      regions;              /* exposed by us for this peer's frames */
     _Atomic int        bulk_hint;            /* a bulk message was queued (udp_tx_help) */
     _Atomic int        copying;              /* placement copies under way, unlocked */
+    _Atomic int        early_hint;           /* a header udp_early_pass may offer came */
 } udp_peer_t;
 
 typedef struct udp udp_t;
@@ -1085,6 +1086,7 @@ static void udp_rx_done(udp_t *u, udp_rxp_t *x, udp_peer_t *p, int acks)
         x->ready |= 1;
     if (p->conn.early_hint) {   /* a header the caller may place early (udp_early_pass) */
         p->conn.early_hint = 0;
+        atomic_store(&p->early_hint, 1);   /* (before the transport's: see udp_early_pass) */
         atomic_store(&u->early_hint, 1);
         x->ready |= 1;
     }
@@ -1808,12 +1810,16 @@ static void udp_early_peer(udp_t *u, int r)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* The peers with a header to offer: only those are locked. A hint set
+ * after the transport's flag was taken keeps that flag set for the next
+ * pass (the peer's is set first). */
 static void udp_early_pass(udp_t *u)
 {
     if (!u->early || !atomic_exchange(&u->early_hint, 0))
         return;
     for (int r = 0; r < u->job->size; r++)
-        if (u->peers[r].up)
+        if (u->peers[r].up && atomic_load_explicit(&u->peers[r].early_hint, memory_order_relaxed) &&
+            atomic_exchange(&u->peers[r].early_hint, 0))
             udp_early_peer(u, r);
 }
 
