@@ -1420,14 +1420,15 @@ static void rx_copy(pp_conn_t *c, pp_msg_t *m, const rx_data_t *d, const uint8_t
 }
 
 /* Bookkeeping for early placement (pp_early_next): how far the message's
- * bytes reach, whether its header is in, and the datapath's hint when an
- * unplaced message large enough to be worth placing early has its header
- * in but more to come. */
+ * bytes reach, whether its header is in (all of it: a first packet shorter
+ * than the header, which no sender of ours makes, does not count), and the
+ * datapath's hint when an unplaced message large enough to be worth placing
+ * early has its header in but more to come. */
 static void rx_early_note(pp_conn_t *c, pp_msg_t *m, const rx_data_t *d)
 {
     if (d->off + d->len > m->hi)
         m->hi = d->off + d->len;
-    if (d->off == 0 && !m->placed) {
+    if (d->off == 0 && d->len >= m->hlen && !m->placed) {
         m->head_in = 1;
         if (c->cfg.early_min && m->len - m->hlen >= c->cfg.early_min &&
             m->got + d->len < m->len)
