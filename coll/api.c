@@ -140,6 +140,7 @@ static int coll_build(pcoll_sched_t *sc, const pcoll_args_t *a, int algo)
              : pcoll_bcast_binomial(sc, a);
     case PCOLL_REDUCE_C:
         return algo == PCOLL_RE_RABENSEIFNER ? pcoll_reduce_rabenseifner(sc, a)
+             : algo == PCOLL_RE_SHM ? pcoll_reduce_shm(sc, a)
              : pcoll_reduce_binomial(sc, a);
     case PCOLL_ALLTOALL:
         return algo == PCOLL_AA_BRUCK ? pcoll_alltoall_bruck(sc, a)

@@ -145,7 +145,7 @@ enum { PCOLL_AR_RD = 1, PCOLL_AR_RING, PCOLL_AR_RABENSEIFNER, PCOLL_AR_SHM, PCOL
 enum { PCOLL_AG_RING = 1, PCOLL_AG_RD, PCOLL_AG_BRUCK, PCOLL_AG_SHM };
 enum { PCOLL_RS_RING = 1, PCOLL_RS_HALVING, PCOLL_RS_SHM };
 enum { PCOLL_BC_BINOMIAL = 1, PCOLL_BC_SCATTER_ALLGATHER, PCOLL_BC_CHAIN, PCOLL_BC_SHM };
-enum { PCOLL_RE_BINOMIAL = 1, PCOLL_RE_RABENSEIFNER };
+enum { PCOLL_RE_BINOMIAL = 1, PCOLL_RE_RABENSEIFNER, PCOLL_RE_SHM };
 enum { PCOLL_AA_PAIRWISE = 1, PCOLL_AA_BRUCK, PCOLL_AA_SCATTERED, PCOLL_AA_SHM };
 enum { PCOLL_ONLY = 1 };   /* collectives with one algorithm */
 
@@ -188,6 +188,7 @@ int  pcoll_hier_useful(const ppt_state_t *s, plait_comm_t comm);
  * buffers with the shm transport's get (process_vm_readv). */
 int pcoll_allreduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_reduce_scatter_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_reduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allgather_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_alltoall_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_bcast_shm(pcoll_sched_t *sc, const pcoll_args_t *a);

@@ -69,6 +69,9 @@ static const pcoll_rule_t pcoll_rules[] = {
      * it from 8 MiB and is left to PLAIT_BCAST_ALGO=shm. */
     {PCOLL_BCAST, ANY, 1, 0, 0, 1, PCOLL_BC_BINOMIAL},
     {PCOLL_REDUCE_C, 64 << 10, 1, 0, 0, 1, PCOLL_RE_BINOMIAL},
+    /* Inside one host above that: every rank reduces a slice, the root
+     * reads the slices (coll/shm.c). RESULT_PLACEHOLDER */
+    {PCOLL_REDUCE_C, ANY, 2, 0, 0, 1, PCOLL_RE_SHM},
     {PCOLL_REDUCE_C, ANY, 1, 0, 0, 1, PCOLL_RE_RABENSEIFNER},
     {PCOLL_ALLTOALL, 256, 8, 0, 0, 1, PCOLL_AA_BRUCK},
     {PCOLL_ALLTOALL, 64 << 10, 1, 0, 0, 1, PCOLL_AA_SCATTERED},
@@ -101,7 +104,7 @@ static const char *const *algo_names(int coll)
     static const char *const ag[] = {"auto", "ring", "recursive_doubling", "bruck", "shm", NULL};
     static const char *const rs[] = {"auto", "ring", "recursive_halving", "shm", NULL};
     static const char *const bc[] = {"auto", "binomial", "scatter_allgather", "chain", "shm", NULL};
-    static const char *const re[] = {"auto", "binomial", "rabenseifner", NULL};
+    static const char *const re[] = {"auto", "binomial", "rabenseifner", "shm", NULL};
     static const char *const aa[] = {"auto", "pairwise", "bruck", "scattered", "shm", NULL};
     static const char *const ba[] = {"auto", "dissemination", NULL};
     static const char *const bi[] = {"auto", "binomial", NULL};
@@ -185,6 +188,7 @@ static int is_shm_algo(int coll, int algo)
     return (coll == PCOLL_ALLREDUCE && algo == PCOLL_AR_SHM) ||
            (coll == PCOLL_ALLGATHER && algo == PCOLL_AG_SHM) ||
            (coll == PCOLL_REDUCE_SCATTER && algo == PCOLL_RS_SHM) ||
+           (coll == PCOLL_REDUCE_C && algo == PCOLL_RE_SHM) ||
            (coll == PCOLL_BCAST && algo == PCOLL_BC_SHM) ||
            (coll == PCOLL_ALLTOALL && algo == PCOLL_AA_SHM);
 }
@@ -287,8 +291,8 @@ void pcoll_selection_print(FILE *f)
                 setting[rl->coll] ? setting[rl->coll] : "-");
     }
     fprintf(f, "  one host, blocking, nothing forced, bytes per rank (allgather: all) <= PLAIT_COLL_SHM_SMALL "
-               "(2 ranks: <= 16K): flags on a shared-memory area, no messages (shm_small), before "
-               "any row\n");
+               "(2 ranks: <= 16K; allgather, alltoall, gather, scatter above 64K: blocks <= 16K): "
+               "flags on a shared-memory area, no messages (shm_small), before any row\n");
     fprintf(f, "  2 ranks, blocking, nothing forced: bcast <= 64K, allreduce and reduce_scatter "
                "<= 8K, allgather <= 32K, alltoall <= 64K run as one direct exchange (pair)\n");
     fprintf(f, "  two_level: a host map per communicator, learnt in its first blocking allreduce "

@@ -23,6 +23,7 @@
  *  pipeline of n-1 steps.
  *  reduce_scatter: step 1 with slice = block i; in place the result is copied
  *    to the front of recvbuf after step 2 (peers read block 0 until then).
+ *  reduce: step 1, then the root alone reads the slices (pcoll_reduce_shm).
  *  allgather: rank i reads block j from rank j's input into place; step 2's
  *    done keeps inputs alive until every rank has read them.
  * Requires every rank of the communicator on this host with direct reads
@@ -241,6 +242,72 @@ int pcoll_reduce_scatter_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
     pcoll_sched_end_round(sc);
     if (c->mine != a->rbuf)
         pcoll_sched_copy(sc, a->rbuf, c->mine, c->cnt * es);
+    return sc->err;
+}
+
+/*
+ * reduce: step 1 of allreduce (rank i reduces slice i, into scratch where
+ * it is not the root), then the root reads every other slice from its
+ * reducer. A fence in two halves instead of all-to-all: each rank tells
+ * the root its slice is ready (which also says it has read every input,
+ * so after the last one no rank's input is read again); the root gathers,
+ * then tells each rank it may return (its scratch slice was read).
+ * recvbuf of a non-root is never touched (it may be NULL).
+ */
+/* Zero-byte done messages between the root and every other rank: towards
+ * the root (up) or from it. */
+static void shm_root_fence(pcoll_sched_t *sc, shm_ctx_t *c, int up)
+{
+    int n = sc->comm->size, root = c->a.root;
+    if (sc->comm->rank != root) {
+        if (up)
+            pcoll_sched_send(sc, root, &c->token, 0);
+        else
+            pcoll_sched_recv(sc, root, &c->token, 0);
+        return;
+    }
+    for (int p = 0; p < n; p++) {
+        if (p == root)
+            continue;
+        if (up)
+            pcoll_sched_recv(sc, p, &c->token, 0);
+        else
+            pcoll_sched_send(sc, p, &c->token, 0);
+    }
+}
+
+static int shm_gather_at_root(pcoll_sched_t *sc, void *arg)
+{
+    shm_ctx_t *c = arg;
+    return sc->comm->rank == c->a.root ? shm_gather_slices(sc, arg) : PLAIT_OK;
+}
+
+int pcoll_reduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int n = sc->comm->size, r = sc->comm->rank, root = a->root;
+    size_t es = a->es;
+    shm_ctx_t *c;
+    if (n == 1)
+        return pcoll_reduce_binomial(sc, a);
+    if (!(c = shm_ctx(sc, a)))
+        return sc->err;
+    c->off = pcoll_blk_off(a->count, n, r);
+    c->cnt = pcoll_blk_cnt(a->count, n, r);
+    /* the root's own slice in place, unless peers still read it there */
+    c->mine = r == root && a->sbuf != a->rbuf ? (char *)a->rbuf + c->off * es
+                                              : pcoll_sched_tmp(sc, c->cnt * es);
+    if (sc->err)
+        return sc->err;
+    c->addr[r].res = (uint64_t)(uintptr_t)c->mine;
+    shm_exchange(sc, c);
+    pcoll_sched_func(sc, shm_reduce_slice, c);
+    pcoll_sched_end_round(sc);
+    shm_root_fence(sc, c, 1);
+    pcoll_sched_end_round(sc);
+    pcoll_sched_func(sc, shm_gather_at_root, c);
+    pcoll_sched_end_round(sc);
+    shm_root_fence(sc, c, 0);
+    pcoll_sched_end_round(sc);
     return sc->err;
 }
 

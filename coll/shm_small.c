@@ -47,7 +47,8 @@
  * allreduce: every rank reduces the whole vector (one phase: for a few KiB
  * the second synchronisation of a reduce-scatter + allgather costs more than
  * n - 1 reductions), above AREA_AR_ONE_PHASE each rank reduces one slice and
- * publishes it in a second area call (area_allreduce_2phase); reduce: the root does; reduce_scatter: each
+ * publishes it in a second area call (area_allreduce_2phase); reduce: the root does (in
+ * slices above the same size, area_reduce_2phase); reduce_scatter: each
  * its block of everyone's n blocks; alltoall: block r of every peer's slot;
  * allgather / gather / bcast / scatter: copies.
  *
@@ -95,6 +96,17 @@
  * below this; above, slices (two area calls). 16-core machine: one phase at 8
  * ranks x 16 KiB was slower than Open MPI, and at 4 ranks x 64 KiB. */
 #define AREA_AR_ONE_PHASE ((size_t)16 << 10)
+/* The block collectives (allgather, alltoall, gather, scatter) copy each
+ * block twice through the area (into a slot, out of it) where the direct
+ * reads of coll/shm.c copy it once, in a system call per block: above
+ * AREA_BLOCKS_ANY bytes per rank they use the area only while blocks are at
+ * most AREA_BLOCK_MAX. 16-core machine, 128 KiB per rank, area against
+ * direct reads (median us, docs/PERFORMANCE.md session 19): allgather 8
+ * ranks (16 KiB blocks) 27.6 / 42.1, 4 ranks (32 KiB) 24.3 / 19.6, 2 ranks
+ * (64 KiB) 15.4 / 9.9; alltoall 8 ranks 37.0 / 48.3. The reductions and
+ * bcast gained at 128 KiB at every rank count. */
+#define AREA_BLOCKS_ANY ((size_t)64 << 10)
+#define AREA_BLOCK_MAX  ((size_t)16 << 10)
 
 enum { AREA_UNSET = 0, AREA_READY, AREA_NONE };
 enum { AREA_WAIT_ALL = -1, AREA_WAIT_NONE = -2 };
@@ -174,6 +186,17 @@ static size_t area_bytes(const pcoll_args_t *a, int n)
     }
 }
 
+
+/* 1 when a block collective's blocks are too large for the area to win. */
+static int area_blocks_too_large(const pcoll_args_t *a, size_t bytes)
+{
+    switch (a->coll) {
+    case PCOLL_ALLGATHER: case PCOLL_ALLTOALL: case PCOLL_GATHER: case PCOLL_SCATTER:
+        return bytes > AREA_BLOCKS_ANY && a->count * a->es > AREA_BLOCK_MAX;
+    default:
+        return 0;
+    }
+}
 
 /* Every peer reached through the shm transport: on this host (no CMA needed). */
 static int area_reachable(ppt_state_t *s, plait_comm_t comm)
@@ -317,7 +340,8 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
         pcoll_forced(&s->cfg, a->coll) != PCOLL_AUTO)
         return 0;
     bytes = area_bytes(a, comm->size);
-    if (bytes > s->cfg.coll_shm_small || bytes > AREA_SLOT_MAX || (A && A->state == AREA_NONE))
+    if (bytes > s->cfg.coll_shm_small || bytes > AREA_SLOT_MAX || (A && A->state == AREA_NONE) ||
+        area_blocks_too_large(a, bytes))
         return 0;
     if (comm->size == 2 && bytes > AREA_PAIR_MAX && pcoll_pair_eligible(a))
         return 0;
@@ -541,6 +565,18 @@ static void area_reduce(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
     area_reduce_n(c, a, s, dst, off, a->count);
 }
 
+/* Every other rank's slice (pcoll_blk_off / pcoll_blk_cnt) from its slot of
+ * call s into R. */
+static void area_copy_slices(const area_call_t *c, const pcoll_args_t *a, uint32_t s, char *R)
+{
+    int n = c->comm->size, r = c->comm->rank;
+    size_t es = a->es;
+    for (int p = 0; p < n; p++)
+        if (p != r)
+            memcpy(R + pcoll_blk_off(a->count, n, p) * es, area_data(area_slot(c->A, p, s)),
+                   pcoll_blk_cnt(a->count, n, p) * es);
+}
+
 /*
  * Two-phase allreduce, for vectors where n reductions of the whole vector by
  * every rank cost more than one more synchronisation: call s publishes the
@@ -563,11 +599,43 @@ static int area_allreduce_2phase(const area_call_t *c, const pcoll_args_t *a, ui
     s2 = ++c->A->seq;
     if ((rc = area_exchange(c, s2, R + off, cnt * es, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
         return rc;
-    for (int p = 0; p < n; p++)
-        if (p != r)
-            memcpy(R + pcoll_blk_off(a->count, n, p) * es, area_data(area_slot(c->A, p, s2)),
-                   pcoll_blk_cnt(a->count, n, p) * es);
+    area_copy_slices(c, a, s2, R);
     return PLAIT_OK;
+}
+
+/*
+ * Two-phase reduce, where the root's n - 1 reductions of the whole vector
+ * cost more than a second synchronisation: the slices of
+ * area_allreduce_2phase, each reduced by one rank (a non-root straight into
+ * its slot of call s + 1, the root into its recvbuf), and only the root
+ * waits for them and copies them out. 16-core machine, 8 ranks, 128 KiB:
+ * the one-phase reduce took 71.5 us where the two-phase allreduce took 56.3
+ * (docs/PERFORMANCE.md, session 19).
+ */
+static int area_reduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+{
+    int n = c->comm->size, r = c->comm->rank, root = a->root, rc;
+    size_t b = a->count * a->es, es = a->es;
+    size_t off = pcoll_blk_off(a->count, n, r) * es, cnt = pcoll_blk_cnt(a->count, n, r);
+    uint32_t s2;
+    if ((rc = area_exchange(c, s, a->sbuf, b, b, root, AREA_WAIT_ALL)) != PLAIT_OK)
+        return rc;
+    s2 = ++c->A->seq;
+    if ((rc = area_reuse(c, s2)) != PLAIT_OK)   /* before writing into slot s2 */
+        return rc;
+    area_reduce_n(c, a, s, r == root ? (char *)a->rbuf + off
+                                     : area_data(area_slot(c->A, r, s2)), off, cnt);
+    if ((rc = area_exchange(c, s2, NULL, 0, b, root, r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE)) !=
+        PLAIT_OK || r != root)
+        return rc;
+    area_copy_slices(c, a, s2, a->rbuf);
+    return PLAIT_OK;
+}
+
+/* 1 when a reduction of b bytes per rank runs in slices (two area calls). */
+static int area_two_phase(int n, size_t b)
+{
+    return n >= 3 && b * (size_t)(n - 2) > AREA_AR_ONE_PHASE;
 }
 
 static int area_rooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
@@ -584,6 +652,8 @@ static int area_rooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
             memcpy(R, area_data(area_slot(c->A, root, s)), b);
         return rc;
     case PCOLL_REDUCE_C:
+        if (area_two_phase(n, b))
+            return area_reduce_2phase(c, a, s);
         rc = area_exchange(c, s, S, b, b, root, r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE);
         if (rc == PLAIT_OK && r == root)
             area_reduce(c, a, s, R, 0);
@@ -622,7 +692,7 @@ static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s
     case PCOLL_BARRIER:
         return area_exchange(c, s, NULL, 0, 0, 0, AREA_WAIT_ALL);
     case PCOLL_ALLREDUCE:
-        if (n >= 3 && b * (size_t)(n - 2) > AREA_AR_ONE_PHASE)
+        if (area_two_phase(n, b))
             return area_allreduce_2phase(c, a, s);
         if ((rc = area_exchange(c, s, S, b, b, 0, AREA_WAIT_ALL)) == PLAIT_OK)
             area_reduce(c, a, s, R, 0);

@@ -111,16 +111,16 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "reduce_scatter algorithm (auto: by message and communicator size)", CFG_AT(reduce_scatter_algo)},
     {"PLAIT_BCAST_ALGO", PRT_CFG_ENUM, "auto", "auto|binomial|scatter_allgather|chain|shm",
      "bcast algorithm (auto: by message and communicator size)", CFG_AT(bcast_algo)},
-    {"PLAIT_REDUCE_ALGO", PRT_CFG_ENUM, "auto", "auto|binomial|rabenseifner",
+    {"PLAIT_REDUCE_ALGO", PRT_CFG_ENUM, "auto", "auto|binomial|rabenseifner|shm",
      "reduce algorithm (auto: by message and communicator size)", CFG_AT(reduce_algo)},
     {"PLAIT_ALLTOALL_ALGO", PRT_CFG_ENUM, "auto", "auto|pairwise|bruck|scattered|shm",
      "alltoall algorithm; alltoallv follows it (bruck: pairwise there, shm: scattered)", CFG_AT(alltoall_algo)},
     {"PLAIT_REDUCE_ISA", PRT_CFG_ENUM, "auto", "auto|scalar|avx2|avx512",
      "reduction kernels (auto: the widest this CPU has; all give bitwise-equal results)", CFG_AT(reduce_isa)},
-    {"PLAIT_COLL_SHM_SMALL", PRT_CFG_SIZE, "64K", NULL,
+    {"PLAIT_COLL_SHM_SMALL", PRT_CFG_SIZE, "128K", NULL,
      "blocking collectives of a one-host communicator that move at most this many bytes per rank "
-     "(allgather: the whole result) run on a shared-memory area with flags, no messages "
-     "(0 = off; at most 1M)",
+     "(allgather: the whole result; above 64K only with blocks of at most 16K) run on a "
+     "shared-memory area with flags, no messages (0 = off; at most 1M)",
      CFG_AT(coll_shm_small)},
 };
 

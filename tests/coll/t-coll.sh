@@ -69,7 +69,7 @@ SET_c=(PLAIT_ALLREDUCE_ALGO=rabenseifner PLAIT_ALLGATHER_ALGO=bruck
        PLAIT_ALLTOALL_ALGO=scattered)
 # the shared-memory (direct read) algorithms, with every size and count
 SET_d=(PLAIT_ALLREDUCE_ALGO=shm PLAIT_ALLGATHER_ALGO=shm PLAIT_REDUCE_SCATTER_ALGO=shm
-       PLAIT_BCAST_ALGO=shm PLAIT_ALLTOALL_ALGO=shm)
+       PLAIT_BCAST_ALGO=shm PLAIT_ALLTOALL_ALGO=shm PLAIT_REDUCE_ALGO=shm)
 
 sets="auto a b c d"
 [ "$PLAIT_TEST_QUICK" = 1 ] && sets="auto b c d"
