@@ -96,6 +96,11 @@
  * below this; above, slices (two area calls). 16-core machine: one phase at 8
  * ranks x 16 KiB was slower than Open MPI, and at 4 ranks x 64 KiB. */
 #define AREA_AR_ONE_PHASE ((size_t)16 << 10)
+/* The same for reduce, where only the root reduces the whole vector: 16-core
+ * machine, 4 ranks x 32 KiB one phase 7.0 us, two 10.1; 8 ranks x 32 KiB one
+ * 17.4, two 13.0; 4 ranks x 128 KiB two 27.4 (docs/PERFORMANCE.md, session
+ * 19). */
+#define AREA_RE_ONE_PHASE ((size_t)128 << 10)
 /* The block collectives (allgather, alltoall, gather, scatter) copy each
  * block twice through the area (into a slot, out of it) where the direct
  * reads of coll/shm.c copy it once, in a system call per block: above
@@ -632,10 +637,12 @@ static int area_reduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint3
     return PLAIT_OK;
 }
 
-/* 1 when a reduction of b bytes per rank runs in slices (two area calls). */
-static int area_two_phase(int n, size_t b)
+/* 1 when a reduction of b bytes per rank runs in slices (two area calls):
+ * when b * (n - 2), the bytes one rank reduces beyond what the slices
+ * would leave it, passes limit. */
+static int area_two_phase(int n, size_t b, size_t limit)
 {
-    return n >= 3 && b * (size_t)(n - 2) > AREA_AR_ONE_PHASE;
+    return n >= 3 && b * (size_t)(n - 2) > limit;
 }
 
 static int area_rooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
@@ -652,7 +659,7 @@ static int area_rooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
             memcpy(R, area_data(area_slot(c->A, root, s)), b);
         return rc;
     case PCOLL_REDUCE_C:
-        if (area_two_phase(n, b))
+        if (area_two_phase(n, b, AREA_RE_ONE_PHASE))
             return area_reduce_2phase(c, a, s);
         rc = area_exchange(c, s, S, b, b, root, r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE);
         if (rc == PLAIT_OK && r == root)
@@ -692,7 +699,7 @@ static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s
     case PCOLL_BARRIER:
         return area_exchange(c, s, NULL, 0, 0, 0, AREA_WAIT_ALL);
     case PCOLL_ALLREDUCE:
-        if (area_two_phase(n, b))
+        if (area_two_phase(n, b, AREA_AR_ONE_PHASE))
             return area_allreduce_2phase(c, a, s);
         if ((rc = area_exchange(c, s, S, b, b, 0, AREA_WAIT_ALL)) == PLAIT_OK)
             area_reduce(c, a, s, R, 0);
