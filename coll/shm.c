@@ -192,9 +192,29 @@ static shm_ctx_t *shm_ctx(pcoll_sched_t *sc, const pcoll_args_t *a)
     return c;
 }
 
-int pcoll_allreduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
+/* Step 1 of allreduce and reduce: the address exchange, then this rank's
+ * slice reduced into its recvbuf (in_rbuf) or into scratch. */
+static shm_ctx_t *shm_slices(pcoll_sched_t *sc, const pcoll_args_t *a, int in_rbuf)
 {
     int n = sc->comm->size, r = sc->comm->rank;
+    shm_ctx_t *c = shm_ctx(sc, a);
+    if (!c)
+        return NULL;
+    c->off = pcoll_blk_off(a->count, n, r);
+    c->cnt = pcoll_blk_cnt(a->count, n, r);
+    c->mine = in_rbuf ? (char *)a->rbuf + c->off * a->es : pcoll_sched_tmp(sc, c->cnt * a->es);
+    if (sc->err)
+        return NULL;
+    c->addr[r].res = (uint64_t)(uintptr_t)c->mine;
+    shm_exchange(sc, c);
+    pcoll_sched_func(sc, shm_reduce_slice, c);
+    pcoll_sched_end_round(sc);
+    return c;
+}
+
+int pcoll_allreduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int n = sc->comm->size;
     size_t es = a->es;
     shm_ctx_t *c;
     if (n == 1) {
@@ -203,18 +223,8 @@ int pcoll_allreduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
         pcoll_sched_scale(sc, a->rbuf, a->count);
         return sc->err;
     }
-    if (!(c = shm_ctx(sc, a)))
+    if (!(c = shm_slices(sc, a, a->sbuf != a->rbuf)))
         return sc->err;
-    c->off = pcoll_blk_off(a->count, n, r);
-    c->cnt = pcoll_blk_cnt(a->count, n, r);
-    c->mine = a->sbuf == a->rbuf ? pcoll_sched_tmp(sc, c->cnt * es)
-                                 : (char *)a->rbuf + c->off * es;
-    if (sc->err)
-        return sc->err;
-    c->addr[r].res = (uint64_t)(uintptr_t)c->mine;
-    shm_exchange(sc, c);
-    pcoll_sched_func(sc, shm_reduce_slice, c);
-    pcoll_sched_end_round(sc);
     shm_fence(sc, c);
     pcoll_sched_func(sc, shm_gather_slices, c);
     pcoll_sched_end_round(sc);
@@ -285,23 +295,12 @@ static int shm_gather_at_root(pcoll_sched_t *sc, void *arg)
 int pcoll_reduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a)
 {
     int n = sc->comm->size, r = sc->comm->rank, root = a->root;
-    size_t es = a->es;
     shm_ctx_t *c;
     if (n == 1)
         return pcoll_reduce_binomial(sc, a);
-    if (!(c = shm_ctx(sc, a)))
-        return sc->err;
-    c->off = pcoll_blk_off(a->count, n, r);
-    c->cnt = pcoll_blk_cnt(a->count, n, r);
     /* the root's own slice in place, unless peers still read it there */
-    c->mine = r == root && a->sbuf != a->rbuf ? (char *)a->rbuf + c->off * es
-                                              : pcoll_sched_tmp(sc, c->cnt * es);
-    if (sc->err)
+    if (!(c = shm_slices(sc, a, r == root && a->sbuf != a->rbuf)))
         return sc->err;
-    c->addr[r].res = (uint64_t)(uintptr_t)c->mine;
-    shm_exchange(sc, c);
-    pcoll_sched_func(sc, shm_reduce_slice, c);
-    pcoll_sched_end_round(sc);
     shm_root_fence(sc, c, 1);
     pcoll_sched_end_round(sc);
     pcoll_sched_func(sc, shm_gather_at_root, c);
