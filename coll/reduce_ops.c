@@ -200,7 +200,11 @@ static void red_scalar(void *dst, const void *a, const void *b, size_t n, plait_
 }
 
 #ifdef PCOLL_X86
-#define F16_VEC(VT, W, LOAD, STORE, CVTIN, CVTOUT, ADD, MUL, MIN, MAX)          \
+/* NANA(x, z): z where x is not a NaN, x where it is. SUM and PROD take the
+ * left operand's NaN when both are NaN, as the scalar code does: the
+ * compiler may swap the operands of a commutative vector add (the avx512
+ * build returned the right one's), so the rule is applied explicitly. */
+#define F16_VEC(VT, W, LOAD, STORE, CVTIN, CVTOUT, ADD, MUL, MIN, MAX, NANA)    \
     do {                                                                       \
         uint16_t *d_ = dst;                                                    \
         const uint16_t *a_ = a, *b_ = b;                                       \
@@ -223,10 +227,10 @@ static void red_scalar(void *dst, const void *a, const void *b, size_t n, plait_
             x = CVTIN(LOAD(pa));                                               \
             y = CVTIN(LOAD(pb));                                               \
             switch (op) {                                                      \
-            case PLAIT_PROD: z = MUL(x, y); break;                             \
+            case PLAIT_PROD: z = NANA(x, MUL(x, y)); break;                    \
             case PLAIT_MIN:  z = MIN(x, y); break;                             \
             case PLAIT_MAX:  z = MAX(x, y); break;                             \
-            default:         z = ADD(x, y); break;                             \
+            default:         z = NANA(x, ADD(x, y)); break;                    \
             }                                                                  \
             if (left < W) {                                                    \
                 STORE(td, CVTOUT(z));                                          \
@@ -243,6 +247,8 @@ static void red_scalar(void *dst, const void *a, const void *b, size_t n, plait_
 #define L256(p) _mm256_loadu_si256((const __m256i *)(p))
 #define S256(p, v) _mm256_storeu_si256((__m256i *)(p), v)
 #define CVT512_OUT(v) _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define NANA256(x, z) _mm256_blendv_ps(z, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q))
+#define NANA512(x, z) _mm512_mask_mov_ps(z, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x)
 
 __attribute__((target("avx2,f16c")))
 static void red_avx2(void *dst, const void *a, const void *b, size_t n, plait_dtype_t dt,
@@ -250,7 +256,7 @@ static void red_avx2(void *dst, const void *a, const void *b, size_t n, plait_dt
 {
     if (dt == PLAIT_FLOAT16) {
         F16_VEC(__m256, 8, L128, S128, _mm256_cvtph_ps, CVT256_OUT, _mm256_add_ps, _mm256_mul_ps,
-                _mm256_min_ps, _mm256_max_ps);
+                _mm256_min_ps, _mm256_max_ps, NANA256);
         return;
     }
     REDUCE_BODY
@@ -262,7 +268,7 @@ static void red_avx512(void *dst, const void *a, const void *b, size_t n, plait_
 {
     if (dt == PLAIT_FLOAT16) {
         F16_VEC(__m512, 16, L256, S256, _mm512_cvtph_ps, CVT512_OUT, _mm512_add_ps, _mm512_mul_ps,
-                _mm512_min_ps, _mm512_max_ps);
+                _mm512_min_ps, _mm512_max_ps, NANA512);
         return;
     }
     REDUCE_BODY
