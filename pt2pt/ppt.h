@@ -63,6 +63,9 @@ struct plait_request {
     int              on_stack;      /* a blocking call's own request: never freed */
     _Atomic int      done;
     int              rc;
+    char             why[200];      /* rc's detail, kept at completion: the thread that
+                                     * completed it (progress from another caller) may
+                                     * not be the one that waits on it */
     plait_status_t   st;
     plait_comm_t     comm;
     ppt_mq_t        *mq;

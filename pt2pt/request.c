@@ -6,6 +6,7 @@
 
 #include <sched.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pt2pt/ppt.h"
@@ -43,6 +44,8 @@ void ppt_req_free(plait_request_t req)
 void ppt_req_complete(ppt_state_t *s, plait_request_t req, int rc)
 {
     req->rc = rc;
+    if (rc != PLAIT_OK)
+        snprintf(req->why, sizeof req->why, "%s", prt_err_text());
     atomic_store_explicit(&req->done, 1, memory_order_release);
     if (s->shm.ops)
         ptl_shm_wake_self(&s->shm);   /* another thread may sleep on this request */
@@ -240,6 +243,15 @@ static int req_done(plait_request_t r)
     return atomic_load_explicit(&r->done, memory_order_acquire);
 }
 
+/* A completed request's result, its detail made this thread's
+ * plait_last_error(). */
+static int req_result(plait_request_t req)
+{
+    if (req->rc != PLAIT_OK && req->why[0])
+        return prt_err(req->rc, "%s", req->why);
+    return req->rc;
+}
+
 int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
 {
     prt_backoff_t b;
@@ -253,7 +265,7 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
         if (req_done(req)) {
             if (backed_off)
                 wait_account(s, req, b.start_ns);
-            return req->rc;
+            return req_result(req);
         }
         now = prt_now_ns();
         if (work)
@@ -264,7 +276,8 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
             rc = wait_check_peers(s, req);
             if (rc != PLAIT_OK) {
                 ppt_progress_locked(s);   /* its last frames may still be in the ring */
-                return req_done(req) ? req->rc : wait_fail(req, rc, fn, (now - b.start_ns) * 1e-9);
+                return req_done(req) ? req_result(req)
+                                     : wait_fail(req, rc, fn, (now - b.start_ns) * 1e-9);
             }
         }
         if (prt_backoff_expired(&b, now))
@@ -325,7 +338,7 @@ int plait_test(plait_request_t *req, int *done, plait_status_t *status)
     *done = req_done(*req);
     if (!*done)
         return PLAIT_OK;
-    rc = (*req)->rc;
+    rc = req_result(*req);
     req_finish(req, status);
     return rc;
 }
