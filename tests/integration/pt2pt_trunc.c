@@ -5,8 +5,11 @@
  * the send succeeds and the pair keeps working (a full-size follow-up message
  * on the same tag must arrive intact). Small, threshold-sized and large
  * messages; blocking recv, irecv+wait, irecv+test, waitall with one truncated
- * request among good ones; ring neighbours (self at 1 rank) and self.
+ * request among good ones; ring neighbours (self at 1 rank) and self; and a
+ * truncation completed while another thread drives progress.
  */
+#include <pthread.h>
+
 #include "common.h"
 
 static int rank, size;
@@ -135,6 +138,63 @@ static void dtype_case(int dst, int src)
     CHECK_RC(plait_wait(&req, NULL));
 }
 
+/* Ranks 0 and 1 ping-pong on world until both saw busy_stop: another thread
+ * of the process in plait, driving progress. */
+static volatile int busy_stop;
+static void *busy_pingpong(void *arg)
+{
+    char out[64] = {0}, in[64] = {0};
+    int peer = rank ^ 1;
+    (void)arg;
+    for (;;) {
+        plait_request_t req;
+        CHECK_RC(plait_irecv(in, sizeof in, PLAIT_BYTE, peer, 90, plait_comm_world(), &req));
+        out[0] = (char)busy_stop;
+        CHECK_RC(plait_send(out, sizeof out, PLAIT_BYTE, peer, 90, plait_comm_world()));
+        CHECK_RC(plait_wait(&req, NULL));
+        if (in[0] && out[0])
+            return NULL;
+    }
+}
+
+/* A truncated receive completed while another thread drives progress: the
+ * failure's detail must be the waiting thread's plait_last_error() (it was
+ * recorded in whichever thread completed the request, and the waiter read
+ * an empty message in up to half of the receives). Rank 0 posts, tells rank
+ * 1, which sends 96 bytes into the posted 18. */
+static void threaded_case(void)
+{
+    enum { N = 200 };
+    plait_comm_t d;
+    pthread_t th;
+    char big[96], small[18], none = 0;
+    t_case = "truncation while another thread drives progress (plait_last_error)";
+    CHECK_RC(plait_comm_dup(plait_comm_world(), &d));
+    if (size >= 2 && rank < 2) {
+        CHECK(pthread_create(&th, NULL, busy_pingpong, NULL) == 0, "pthread_create");
+        memset(big, 7, sizeof big);
+        for (int i = 0; i < N; i++) {
+            if (rank == 1) {
+                CHECK_RC(plait_recv(&none, 0, PLAIT_BYTE, 0, 92, d, NULL));
+                CHECK_RC(plait_send(big, sizeof big, PLAIT_BYTE, 0, 91, d));
+            } else {
+                plait_request_t req;
+                const char *why;
+                CHECK_RC(plait_irecv(small, sizeof small, PLAIT_BYTE, 1, 91, d, &req));
+                CHECK_RC(plait_send(&none, 0, PLAIT_BYTE, 1, 92, d));
+                CHECK_RC_IS(plait_wait(&req, NULL), PLAIT_ERR_TRUNCATE);
+                why = plait_last_error();
+                CHECK(why && strstr(why, "tag 91"), "receive %d of %d: plait_last_error() is "
+                      "\"%s\" where it should name the truncated message (tag 91)", i + 1, N,
+                      why ? why : "(null)");
+            }
+        }
+        busy_stop = 1;
+        CHECK(pthread_join(th, NULL) == 0, "pthread_join");
+    }
+    CHECK_RC(plait_comm_free(&d));
+}
+
 int main(void)
 {
     static char name[128];
@@ -152,6 +212,7 @@ int main(void)
         }
     waitall_case(dst, src);
     dtype_case(dst, src);
+    threaded_case();
     t_finalize();
     return 0;
 }
