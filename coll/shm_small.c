@@ -614,8 +614,8 @@ static int area_allreduce_2phase(const area_call_t *c, const pcoll_args_t *a, ui
  * area_allreduce_2phase, each reduced by one rank (a non-root straight into
  * its slot of call s + 1, the root into its recvbuf), and only the root
  * waits for them and copies them out. 16-core machine, 8 ranks, 128 KiB:
- * the one-phase reduce took 71.5 us where the two-phase allreduce took 56.3
- * (docs/PERFORMANCE.md, session 19).
+ * the one-phase reduce took 64.0-71.5 us where the two-phase allreduce took
+ * 56.3; in slices 39.7 (docs/PERFORMANCE.md, session 19).
  */
 static int area_reduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
 {
