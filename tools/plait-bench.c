@@ -250,15 +250,20 @@ static int ptool_plait_sum_doubles(double *v, int n)
 }
 
 /* -a NAME sets PLAIT_<COLL>_ALGO before plait_init, which checks the name
- * (a bad one fails plait_init with the valid choices). */
-static int ptool_coll_force_algo(const ptool_coll_opts_t *o)
+ * (a bad one fails plait_init with the valid choices). Without -a, a
+ * PLAIT_<COLL>_ALGO of the environment is what the header and JSON show. */
+static int ptool_coll_force_algo(ptool_coll_opts_t *o)
 {
     static const char *const setting[PTOOL_C_N] = {
         "PLAIT_ALLREDUCE_ALGO", "PLAIT_ALLGATHER_ALGO", "PLAIT_REDUCE_SCATTER_ALGO",
         "PLAIT_ALLTOALL_ALGO", "PLAIT_BCAST_ALGO", "PLAIT_REDUCE_ALGO", NULL, NULL,
         "PLAIT_ALLTOALL_ALGO", NULL};
-    if (!o->algo)
+    if (!o->algo) {
+        const char *env = setting[o->coll] ? getenv(setting[o->coll]) : NULL;
+        if (env && *env)
+            o->algo = env;
         return 0;
+    }
     if (!setting[o->coll]) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s coll: %s has one algorithm; -a does not apply\n",
@@ -294,6 +299,12 @@ static int ptool_coll_main(int argc, char **argv)
     if (ptool_coll_force_algo(&opts) != 0)
         return 2;
     rc = plait_init();
+    if (rc == PLAIT_ERR_ARG && opts.algo) {   /* most likely the name -a or the setting gave */
+        if (ptool_is_first_rank())
+            fprintf(stderr, "%s coll: algorithm '%s' (or another setting) refused: %s\n",
+                    PTOOL_PROG, opts.algo, plait_last_error());
+        return 2;
+    }
     if (rc != PLAIT_OK) {
         fprintf(stderr, "%s: plait_init failed: %s: %s\n", PTOOL_PROG, plait_strerror(rc),
                 plait_last_error());

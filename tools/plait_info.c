@@ -434,7 +434,8 @@ static void ptool_usage(FILE *out)
         "environment holds a value the library would reject.\n"
         "\n"
         "  -s, --settings   only the settings\n"
-        "  -a, --algorithms only the collectives' algorithm selection table\n"
+        "  -a, --algorithms only the collectives' algorithm selection table (text; not\n"
+        "                   with -s, -p or -j)\n"
         "  -p, --parsable   one key:value record per line\n"
         "  -j, --json       JSON on stdout\n"
         "  -V, --version    print the version and exit\n"
@@ -468,10 +469,12 @@ static void ptool_report_invalid(const ptool_info_t *in)
     }
 }
 
-/* The collectives' algorithm selection table (coll/select.c). */
-static void ptool_text_algorithms(void)
+/* The collectives' algorithm selection table (coll/select.c), after a blank
+ * line when it follows the rest. */
+static void ptool_text_algorithms(int after_rest)
 {
-    printf("\n");
+    if (after_rest)
+        printf("\n");
     fflush(stdout);
     pcoll_selection_print(stdout);
 }
@@ -493,7 +496,7 @@ static void ptool_print(const ptool_info_t *in, int fmt, int all)
     }
     ptool_text_settings(in);
     if (all)
-        ptool_text_algorithms();
+        ptool_text_algorithms(1);
 }
 
 int main(int argc, char **argv)
@@ -503,12 +506,12 @@ int main(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},     {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},     {"algorithms", no_argument, NULL, 'a'},
         {NULL, 0, NULL, 0}};
-    int c, fmt = PTOOL_FMT_TEXT, all = 1;
+    int c, fmt = PTOOL_FMT_TEXT, all = 1, algos = 0;
     ptool_info_t info;
 
     while ((c = getopt_long(argc, argv, "spjVha", longopts, NULL)) != -1) {
         switch (c) {
-        case 'a': ptool_text_algorithms(); return 0;
+        case 'a': algos = 1; break;
         case 's': all = 0; break;
         case 'p': fmt = PTOOL_FMT_PARSABLE; break;
         case 'j': fmt = PTOOL_FMT_JSON; break;
@@ -522,11 +525,19 @@ int main(int argc, char **argv)
                 argv[optind], PTOOL_PROG);
         return 2;
     }
-    if (ptool_gather(&info, all) != 0) {
+    if (algos && (fmt != PTOOL_FMT_TEXT || !all)) {
+        fprintf(stderr, "%s: -a prints the algorithm table as text; it does not combine with "
+                "-s, -p or -j\nTry '%s --help'.\n", PTOOL_PROG, PTOOL_PROG);
+        return 2;
+    }
+    if (ptool_gather(&info, all && !algos) != 0) {
         fprintf(stderr, "%s: out of memory\n", PTOOL_PROG);
         return 1;
     }
-    ptool_print(&info, fmt, all);
+    if (algos)
+        ptool_text_algorithms(0);   /* the settings are still checked below */
+    else
+        ptool_print(&info, fmt, all);
     fflush(stdout);
     ptool_report_invalid(&info);
     free(info.settings);

@@ -78,7 +78,8 @@ void ptool_coll_usage(FILE *out, const char *prog)
         "  -n, --iters N         timed iterations per size (default 20)\n"
         "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
         "  -c, --check N         verify results N times per size (default 0: off)\n"
-        "  -a, --algo NAME       force an algorithm (the library's name or number)\n"
+        "  -a, --algo NAME       force an algorithm by name (plait: a value of\n"
+        "                        PLAIT_<COLL>_ALGO, listed by plait_info --algorithms)\n"
         "  -I, --inplace N       0: out-of-place only, 1: in-place only, 2: both (default)\n"
         "  -H, --hash            print a hash of every rank's results per size (on the\n"
         "                        check inputs), to compare libraries\n"
@@ -605,14 +606,23 @@ static void ptool_json_res(FILE *f, const char *key, const ptool_cres_t *r)
         fprintf(f, "%.0f}", r->wrong);
 }
 
+/* The redop and root columns: "none" and -1 where the collective has none. */
+static const char *ptool_row_op(const ptool_coll_opts_t *o)
+{
+    return ptool_is_reduction(o->coll) ? ptool_coll_op_name(o->op) : "none";
+}
+
+static int ptool_row_root(const ptool_coll_opts_t *o)
+{
+    return ptool_is_rooted(o->coll) ? o->root : -1;
+}
+
 static void ptool_row(ptool_cctx_t *c, const ptool_cres_t res[2], const int run[2])
 {
     int coll = c->o->coll;
     const ptool_cres_t skip = {.unsupported = 1};
-    printf("  %10zu  %12zu  %8s  %6s  %6d", c->size, c->size / (size_t)c->es,
-           ptool_coll_type_name(c->o->dtype),
-           ptool_is_reduction(coll) ? ptool_coll_op_name(c->o->op) : "none",
-           ptool_is_rooted(coll) ? c->o->root : -1);
+    printf("  %10zu  %12zu  %8s  %6s  %6d", c->size, c->count, ptool_coll_type_name(c->o->dtype),
+           ptool_row_op(c->o), ptool_row_root(c->o));
     for (int ip = 0; ip < 2; ip++) {
         ptool_print_res(run[ip] ? &res[ip] : &skip);
         if (run[ip] && !res[ip].unsupported) {
@@ -634,7 +644,7 @@ static void ptool_row(ptool_cctx_t *c, const ptool_cres_t res[2], const int run[
     fflush(stdout);
     if (c->json) {
         fprintf(c->json, "%s\n    {\"size\": %zu, \"count\": %zu, ", c->json_rows++ ? "," : "",
-                c->size, c->size / (size_t)c->es);
+                c->size, c->count);
         ptool_json_res(c->json, "out_of_place", run[0] ? &res[0] : &skip);
         fprintf(c->json, ", ");
         ptool_json_res(c->json, "in_place", run[1] ? &res[1] : &skip);
@@ -682,7 +692,7 @@ static void ptool_json_open(ptool_cctx_t *c)
             "\"ranks\": %d, \"type\": \"%s\", \"op\": \"%s\", \"root\": %d, \"algo\": \"%s\", "
             "\"iters\": %ld, \"warmup\": %ld, \"busbw_factor\": %.6f, \"results\": [",
             ptool_coll_name(o->coll), c->be->name, c->be->version, c->n,
-            ptool_coll_type_name(o->dtype), ptool_coll_op_name(o->op), o->root,
+            ptool_coll_type_name(o->dtype), ptool_row_op(o), ptool_row_root(o),
             o->algo ? o->algo : "auto", o->iters, o->warmup, ptool_busbw_factor(o->coll, c->n));
 }
 
@@ -700,9 +710,20 @@ int ptool_coll_run(const ptool_coll_opts_t *o, const ptool_coll_backend_t *be)
     }
     if (ptool_alloc(&c) != 0)
         be->fail("buffer allocation", -1);
+    ptool_json_open(&c);
+    {   /* rank 0 alone opens the file: every rank learns whether it could */
+        double bad = c.rank == 0 && o->json_path && !c.json;
+        PTOOL_CALL(be, be->sum_doubles(&bad, 1), "--json check");
+        if (bad > 0) {
+            free(c.sbuf);
+            free(c.rbuf);
+            free(c.vcounts);
+            free(c.vdispls);
+            return 2;
+        }
+    }
     if (c.rank == 0)
         ptool_print_header(&c);
-    ptool_json_open(&c);
     for (;;) {
         ptool_cres_t res[2];
         int run[2] = {o->inplace != 1, o->inplace != 0};

@@ -99,6 +99,12 @@ check "plait_info --version matches plait.h ($maj.$min.$pat)" \
 check "plait_info rejects an unknown option (exit 2)" \
     eval 'run_rc 2 "$INFO" --no-such-option && grep -q "help" "$T/err"'
 
+check "plait_info --algorithms: the table, and still exit 1 on a malformed setting" \
+    eval 'run_rc 0 "$INFO" --algorithms && grep -q "^  allreduce " "$T/out" &&
+          PLAIT_ALLREDUCE_ALGO=bogus run_rc 1 "$INFO" -a && grep -q "PLAIT_ALLREDUCE_ALGO" "$T/err"'
+check "plait_info -a does not combine with -j (exit 2)" \
+    eval 'run_rc 2 "$INFO" -a -j && grep -q "does not combine" "$T/err"'
+
 check "malformed PLAIT_TIMEOUT=abc: exit 1, error names the variable" \
     eval 'PLAIT_TIMEOUT=abc run_rc 1 "$INFO" &&
           grep -q "PLAIT_TIMEOUT" "$T/err" && grep -q "abc" "$T/err" &&
@@ -216,6 +222,25 @@ if [ -x "$PLAITRUN" ]; then
     else
         not_ok "plait-bench pt2pt bw --check, 3 ranks (rank 2 idle), PLAIT_SHM_CMA=0" "$T/out" "$T/err"
     fi
+
+    # nccl-tests columns: count is the per-rank count (allgather 1 MiB of floats on 4 ranks:
+    # 65536); redop and root are none / -1 where the collective has none, in the JSON too
+    run_rc 0 "$PLAITRUN" -n 4 "$BENCH" coll allgather -b 1M -e 1M -n 2 -w 1 -o max -r 1 \
+        --json "$T/ag.json"
+    check "plait-bench coll allgather: count column per rank, redop none, root -1 (text and JSON)" \
+        eval 'grep -Eq "^ +1048576 +65536 +float +none +-1 " "$T/out" &&
+              python3 -c "import json, sys; d = json.load(open(sys.argv[1]));
+r = d[\"results\"][0]; assert (d[\"op\"], d[\"root\"], r[\"count\"]) == (\"none\", -1, 65536), d" \
+              "$T/ag.json"'
+    check "plait-bench coll: a --json file that cannot be written fails before measuring (exit 2)" \
+        eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -e 8 -n 1 -J /nonexistent/x.json &&
+              grep -q "cannot write" "$T/err" && ! grep -q "Avg bus bandwidth" "$T/out"'
+    check "plait-bench coll -a with an unknown name: usage error naming the choices (exit 2)" \
+        eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -e 8 -n 1 -a 1 &&
+              grep -q "recursive_doubling" "$T/err"'
+    check "plait-bench coll: an algorithm forced by PLAIT_ALLREDUCE_ALGO shows in the header" \
+        eval 'run_rc 0 "$PLAITRUN" -n 2 -x PLAIT_ALLREDUCE_ALGO=ring "$BENCH" coll allreduce -e 8 -n 1 &&
+              grep -q "algorithm: ring" "$T/out"'
 
     check "plait-bench pt2pt option error under plaitrun is printed once" \
         eval '! timeout 60 "$PLAITRUN" -n 2 "$BENCH" pt2pt --bogus >"$T/out" 2>"$T/err" &&
