@@ -30,7 +30,8 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "network interface for the tcp transport (empty: every IPv4 interface that is up)",
      CFG_AT(tcp_if)},
     {"PLAIT_UDP_IF", PRT_CFG_STRING, "", NULL,
-     "network interface for the udp transport (empty: every IPv4 interface that is up)",
+     "network interface or IPv4 address for the udp transport (empty: every IPv4 interface "
+     "that is up, a service address on the loopback device first: peers send to it)",
      CFG_AT(udp_if)},
     {"PLAIT_UDP_PATHS", PRT_CFG_INT, "32", NULL,
      "paths per pair of ranks for the udp transport (UDP port pairs that ECMP hashes apart; 1..256)",

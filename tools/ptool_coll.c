@@ -46,6 +46,8 @@ const char *ptool_coll_name(int coll) { return coll >= 0 && coll < PTOOL_C_N ? p
 const char *ptool_coll_type_name(int t) { return t >= 0 && t < PTOOL_T_N ? ptool_type_names[t] : "?"; }
 const char *ptool_coll_op_name(int op) { return op >= 0 && op < PTOOL_O_N ? ptool_op_names[op] : "?"; }
 
+static int ptool_is_float(int t);
+
 static int ptool_is_reduction(int coll)
 {
     return coll == PTOOL_C_ALLREDUCE || coll == PTOOL_C_REDUCE_SCATTER || coll == PTOOL_C_REDUCE;
@@ -73,7 +75,7 @@ void ptool_coll_usage(FILE *out, const char *prog)
         "  -i, --stepbytes SIZE  add SIZE each step instead (with -f 0 or alone)\n"
         "  -d, --datatype TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float\n"
         "                        double (default float)\n"
-        "  -o, --op OP           sum prod max min avg (default sum)\n"
+        "  -o, --op OP           sum prod max min avg (default sum; avg: floating types)\n"
         "  -r, --root N          root of bcast, reduce, gather, scatter (default 0)\n"
         "  -n, --iters N         timed iterations per size (default 20)\n"
         "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
@@ -205,6 +207,9 @@ int ptool_coll_parse(int argc, char **argv, ptool_coll_opts_t *o, const char *pr
         return ptool_perr(err, prog, "%s", "-b is larger than -e");
     if (o->step_factor == 0 && o->step_bytes == 0)
         return ptool_perr(err, prog, "%s", "-i 0 would never reach -e");
+    if (o->op == PTOOL_O_AVG && ptool_is_reduction(o->coll) && !ptool_is_float(o->dtype))
+        return ptool_perr(err, prog, "-o avg needs a floating type (-d half, bfloat16, float "
+                          "or double), not %s", ptool_coll_type_name(o->dtype));
     return PTOOL_COLL_RUN;
 }
 

@@ -235,6 +235,9 @@ r = d[\"results\"][0]; assert (d[\"op\"], d[\"root\"], r[\"count\"]) == (\"none\
     check "plait-bench coll: a --json file that cannot be written fails before measuring (exit 2)" \
         eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -e 8 -n 1 -J /nonexistent/x.json &&
               grep -q "cannot write" "$T/err" && ! grep -q "Avg bus bandwidth" "$T/out"'
+    check "plait-bench coll -o avg with an integer type: usage error (exit 2)" \
+        eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -e 8 -n 1 -d int32 -o avg &&
+              grep -q "floating type" "$T/err"'
     check "plait-bench coll -a with an unknown name: usage error naming the choices (exit 2)" \
         eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -e 8 -n 1 -a 1 &&
               grep -q "recursive_doubling" "$T/err"'
