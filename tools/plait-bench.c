@@ -252,26 +252,41 @@ static int ptool_plait_sum_doubles(double *v, int n)
 /* -a NAME sets PLAIT_<COLL>_ALGO before plait_init, which checks the name
  * (a bad one fails plait_init with the valid choices). Without -a, a
  * PLAIT_<COLL>_ALGO of the environment is what the header and JSON show. */
-static int ptool_coll_force_algo(ptool_coll_opts_t *o)
+static const char *ptool_coll_algo_setting(int coll)
 {
     static const char *const setting[PTOOL_C_N] = {
         "PLAIT_ALLREDUCE_ALGO", "PLAIT_ALLGATHER_ALGO", "PLAIT_REDUCE_SCATTER_ALGO",
         "PLAIT_ALLTOALL_ALGO", "PLAIT_BCAST_ALGO", "PLAIT_REDUCE_ALGO", NULL, NULL,
         "PLAIT_ALLTOALL_ALGO", NULL};
+    return setting[coll];
+}
+
+static int ptool_coll_force_algo(ptool_coll_opts_t *o)
+{
+    const char *name = ptool_coll_algo_setting(o->coll);
     if (!o->algo) {
-        const char *env = setting[o->coll] ? getenv(setting[o->coll]) : NULL;
+        const char *env = name ? getenv(name) : NULL;
         if (env && *env)
             o->algo = env;
         return 0;
     }
-    if (!setting[o->coll]) {
+    if (!name) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s coll: %s has one algorithm; -a does not apply\n",
                  PTOOL_PROG, ptool_coll_name(o->coll));
         return ptool_usage_error(msg);
     }
-    setenv(setting[o->coll], o->algo, 1);
+    setenv(name, o->algo, 1);
     return 0;
+}
+
+/* Takes back the PLAIT_<COLL>_ALGO of ptool_coll_force_algo (or the
+ * environment's). */
+static void ptool_coll_unforce(const ptool_coll_opts_t *o)
+{
+    const char *name = ptool_coll_algo_setting(o->coll);
+    if (name)
+        unsetenv(name);
 }
 
 static int ptool_coll_main(int argc, char **argv)
@@ -300,10 +315,11 @@ static int ptool_coll_main(int argc, char **argv)
         return 2;
     rc = plait_init();
     if (rc == PLAIT_ERR_ARG && opts.algo) {   /* most likely the name -a or the setting gave */
-        if (ptool_is_first_rank())
-            fprintf(stderr, "%s coll: algorithm '%s' (or another setting) refused: %s\n",
-                    PTOOL_PROG, opts.algo, plait_last_error());
-        return 2;
+        char text[768];
+        snprintf(text, sizeof text, "%s coll: algorithm '%s' (or another setting) refused: %s\n",
+                 PTOOL_PROG, opts.algo, plait_last_error());
+        ptool_coll_unforce(&opts);    /* so that the ranks can join to print it once */
+        return ptool_usage_error(text);
     }
     if (rc != PLAIT_OK) {
         fprintf(stderr, "%s: plait_init failed: %s: %s\n", PTOOL_PROG, plait_strerror(rc),
