@@ -278,6 +278,13 @@ void pcoll_select_reset(void);
 /* Name of algorithm id algo of collective coll ("ring"...). */
 const char *pcoll_algo_name(int coll, int algo);
 const char *pcoll_coll_name(int coll);
+
+/* What every rank of one collective call must agree on beyond counts and
+ * roots: the collective, the datatype, and (reductions) the operator, in
+ * one word the shared-memory paths exchange; pcoll_sig_mismatch is the
+ * PLAIT_ERR_ARG naming what rank p passed differently. */
+uint32_t pcoll_call_sig(const pcoll_args_t *a);
+int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine);
 /* Prints the selection table (for plait_info): one line per rule. */
 void pcoll_selection_print(FILE *f);
 

@@ -43,7 +43,9 @@
 typedef struct {
     uint64_t src;      /* the rank's input (its slice / block 0 at this address + offset) */
     uint64_t res;      /* its reduced slice (allreduce) */
-    uint64_t count;    /* its count: mismatches are caught before any read */
+    uint64_t count;    /* its count, element size and call signature (pcoll_call_sig): */
+    uint32_t es;       /* mismatches are caught before any read, which would otherwise */
+    uint32_t sig;      /* go past a peer's buffer or mix operators */
 } shm_addr_t;
 
 typedef struct {
@@ -112,14 +114,26 @@ static const char *shm_input(const pcoll_args_t *a)
     return a->sbuf;      /* in place sbuf == rbuf: the input is there too */
 }
 
-/* Ranks that passed different counts would read past each other's buffers. */
+/* Peer p's call against this rank's: ranks that passed different counts or
+ * datatype sizes would read past each other's buffers. */
+static int shm_check_peer(const shm_ctx_t *c, int p, const char *what)
+{
+    const shm_addr_t *x = &c->addr[p];
+    if (x->sig != pcoll_call_sig(&c->a))
+        return pcoll_sig_mismatch(what, p, x->sig, pcoll_call_sig(&c->a));
+    if (x->count != c->a.count || x->es != c->a.es)
+        return prt_err(PLAIT_ERR_ARG, "%s: rank %d passed %llu elements of %u bytes where this "
+                       "rank passed %zu of %zu: ranks passed different counts or datatypes",
+                       what, p, (unsigned long long)x->count, x->es, c->a.count, c->a.es);
+    return PLAIT_OK;
+}
+
 static int shm_check_counts(pcoll_sched_t *sc, const shm_ctx_t *c)
 {
+    int rc;
     for (int p = 0; p < sc->comm->size; p++)
-        if (c->addr[p].count != c->a.count)
-            return prt_err(PLAIT_ERR_ARG, "shared-memory collective: rank %d passed count %llu "
-                           "where this rank passed %zu: ranks passed different counts", p,
-                           (unsigned long long)c->addr[p].count, c->a.count);
+        if ((rc = shm_check_peer(c, p, "shared-memory collective")) != PLAIT_OK)
+            return rc;
     return PLAIT_OK;
 }
 
@@ -189,6 +203,8 @@ static shm_ctx_t *shm_ctx(pcoll_sched_t *sc, const pcoll_args_t *a)
     c->chunk = chunk;
     addr[sc->comm->rank].src = (uint64_t)(uintptr_t)a->sbuf;
     addr[sc->comm->rank].count = a->count;
+    addr[sc->comm->rank].es = (uint32_t)a->es;
+    addr[sc->comm->rank].sig = pcoll_call_sig(a);
     return c;
 }
 
@@ -409,10 +425,8 @@ static int shm_read_root(pcoll_sched_t *sc, void *arg)
     size_t pieces = (len + SHM_BCAST_PIECE - 1) / SHM_BCAST_PIECE;
     size_t first = pieces * (size_t)((r - root + n) % n - 1) / (size_t)(n - 1);
     char *buf = c->a.rbuf;
-    if (c->addr[root].count != c->a.count)
-        return prt_err(PLAIT_ERR_ARG, "shared-memory bcast: root %d passed count %llu where "
-                       "rank %d passed %zu: ranks passed different counts", root,
-                       (unsigned long long)c->addr[root].count, r, c->a.count);
+    if ((rc = shm_check_peer(c, root, "shared-memory bcast")) != PLAIT_OK)
+        return rc;
     for (size_t k = 0; k < pieces; k++) {
         size_t off = ((first + k) % pieces) * SHM_BCAST_PIECE;
         size_t m = len - off < SHM_BCAST_PIECE ? len - off : SHM_BCAST_PIECE;

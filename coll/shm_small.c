@@ -120,9 +120,11 @@ typedef struct {
     _Atomic uint32_t seq;      /* the area call this slot holds */
     int32_t          root;     /* that call's root (0 if unrooted) */
     uint64_t         bytes;    /* bytes this rank published (its count, scaled per collective) */
+    uint32_t         sig;      /* collective, datatype and operator (pcoll_call_sig) */
+    uint32_t         rsv[3];
 } area_slot_t;                 /* data follows, at AREA_HDR */
 #define AREA_HDR sizeof(area_slot_t)
-_Static_assert(sizeof(area_slot_t) == 16, "area slot header");
+_Static_assert(sizeof(area_slot_t) == 32, "area slot header");
 
 typedef struct {
     _Atomic uint32_t bell;     /* futex word sleepers wait on */
@@ -153,6 +155,7 @@ typedef struct {
     plait_comm_t  comm;
     pcoll_area_t *A;
     const char   *fn;
+    uint32_t      sig;         /* pcoll_call_sig of the call: every rank's must match */
 } area_call_t;
 
 /* ------------------------------------------------------------- the area */
@@ -517,6 +520,7 @@ static int area_exchange(const area_call_t *c, uint32_t s, const void *src, size
         return rc;
     mine->bytes = bytes;
     mine->root = root;
+    mine->sig = c->sig;
     if (len)
         memcpy(area_data(mine), src, len);
     /* A release store: no fence draining the stores (the data's cache lines
@@ -537,6 +541,8 @@ static int area_exchange(const area_call_t *c, uint32_t s, const void *src, size
         A->seen = s;
     for (int p = from >= 0 ? from : 0; p < n; p = from >= 0 ? n : p + 1) {
         const area_slot_t *sl = area_slot(A, p, s);
+        if (sl->sig != c->sig)
+            return pcoll_sig_mismatch(c->fn, p, sl->sig, c->sig);
         if (sl->root != root)
             return prt_err(PLAIT_ERR_ARG, "%s: rank %d passed root %d where this rank passed %d: "
                            "ranks passed different roots", c->fn, p, (int)sl->root, root);
@@ -728,7 +734,7 @@ static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s
 int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn)
 {
-    area_call_t c = {s, comm, comm->area, fn};
+    area_call_t c = {s, comm, comm->area, fn, pcoll_call_sig(a)};
     uint32_t seq = ++c.A->seq;
     switch (a->coll) {
     case PCOLL_BCAST: case PCOLL_REDUCE_C: case PCOLL_GATHER: case PCOLL_SCATTER:

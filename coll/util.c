@@ -2,7 +2,8 @@
  * util.c -- pieces several algorithms share: block partitions, the folding of
  * non-power-of-two communicators, and the recursive halving / doubling phases
  * (used by Rabenseifner allreduce and reduce, recursive-halving
- * reduce_scatter and recursive-doubling allgather).
+ * reduce_scatter and recursive-doubling allgather); and the call signature
+ * the shared-memory paths compare across ranks (pcoll_call_sig).
  */
 #include "config.h"
 
@@ -67,4 +68,43 @@ void pcoll_doubling(pcoll_sched_t *sc, char *buf, const size_t *edge, size_t uni
         pcoll_sched_recv(sc, p, buf + edge[tlo] * unit, (edge[tlo + d] - edge[tlo]) * unit);
         pcoll_sched_end_round(sc);
     }
+}
+
+static int sig_is_reduction(int coll)
+{
+    return coll == PCOLL_REDUCE_C || coll == PCOLL_ALLREDUCE || coll == PCOLL_REDUCE_SCATTER;
+}
+
+uint32_t pcoll_call_sig(const pcoll_args_t *a)
+{
+    uint32_t sig = (uint32_t)a->coll & 0xffu;
+    if (sig_is_reduction(a->coll))
+        sig |= 1u << 24 | ((uint32_t)a->dt & 0xffu) << 8 | ((uint32_t)a->op & 0xffu) << 16;
+    return sig;
+}
+
+static const char *sig_dt_name(uint32_t dt)
+{
+    static const char *const names[] = {"byte", "int8", "uint8", "int32", "uint32", "int64",
+                                        "uint64", "float16", "bfloat16", "float32", "float64"};
+    return dt < sizeof names / sizeof names[0] ? names[dt] : "?";
+}
+
+static const char *sig_op_name(uint32_t op)
+{
+    static const char *const names[] = {"sum", "prod", "min", "max", "avg"};
+    return op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
+int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine)
+{
+    if ((theirs & 0xffu) != (mine & 0xffu))
+        return prt_err(PLAIT_ERR_ARG, "%s: rank %d called %s where this rank called %s: every "
+                       "rank must start the same collectives in the same order", fn, p,
+                       pcoll_coll_name((int)(theirs & 0xffu)), pcoll_coll_name((int)(mine & 0xffu)));
+    if (((theirs >> 8) & 0xffu) != ((mine >> 8) & 0xffu))
+        return prt_err(PLAIT_ERR_ARG, "%s: rank %d passed datatype %s where this rank passed %s",
+                       fn, p, sig_dt_name((theirs >> 8) & 0xffu), sig_dt_name((mine >> 8) & 0xffu));
+    return prt_err(PLAIT_ERR_ARG, "%s: rank %d passed operator %s where this rank passed %s", fn,
+                   p, sig_op_name((theirs >> 16) & 0xffu), sig_op_name((mine >> 16) & 0xffu));
 }
