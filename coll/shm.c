@@ -77,6 +77,8 @@ static int shm_read(pcoll_sched_t *sc, int peer, uint64_t addr, void *buf, size_
     if (len == 0)
         return PLAIT_OK;
     rc = tl && tl->ops->get ? tl->ops->get(tl, w, addr, buf, len) : PLAIT_ERR_UNSUPPORTED;
+    if (rc == PLAIT_ERR_PEER)
+        return rc;   /* the peer is gone: the transport's message names it */
     if (rc != PLAIT_OK)
         return prt_err(rc == PLAIT_ERR_UNSUPPORTED ? PLAIT_ERR_TRANSPORT : rc,
                        "shared-memory collective: reading %zu bytes of rank %d failed (%s); "

@@ -443,6 +443,17 @@ static int shm_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
 }
 
 /* Single copy from the peer's address space; partial reads continue. */
+/* A direct read or write of rank peer's memory failed with errno err: ESRCH
+ * means the process is gone (PLAIT_ERR_PEER, so that the caller knows no
+ * retry can help), anything else is a transport failure. */
+static int shm_cma_fail(int peer, int pid, const char *what, int err)
+{
+    if (err == ESRCH)
+        return prt_err(PLAIT_ERR_PEER, "%s: rank %d (pid %d) is gone: it died or left the job",
+                       what, peer, pid);
+    return prt_err(PLAIT_ERR_TRANSPORT, "%s from rank %d failed: %s", what, peer, strerror(err));
+}
+
 static int shm_get(ptl_tl_t *tl, int peer, uint64_t raddr, void *buf, size_t len)
 {
     shm_t *s = shm_of(tl);
@@ -469,13 +480,28 @@ static int shm_get(ptl_tl_t *tl, int peer, uint64_t raddr, void *buf, size_t len
             p->cma = 0;
             return PLAIT_ERR_UNSUPPORTED;
         }
-        return prt_err(PLAIT_ERR_TRANSPORT, "reading %zu bytes from rank %d failed after %zu: %s",
-                       len, peer, done, got < 0 ? strerror(errno) : "no progress");
+        if (got < 0) {
+            char what[96];
+            snprintf(what, sizeof what, "shm: reading %zu bytes (after %zu)", len, done);
+            return shm_cma_fail(peer, (int)p->pid, what, errno);
+        }
+        return prt_err(PLAIT_ERR_TRANSPORT, "shm: reading %zu bytes from rank %d made no progress "
+                       "after %zu", len, peer, done);
     }
     return PLAIT_OK;
 }
 
 /* ------------------------------------------------------- cooperative copy */
+
+static int shm_cma_fail(int peer, int pid, const char *what, int err);
+
+/* A receiver's read of chunk k of a cooperative transfer failed. */
+static int shm_coop_fail(const shm_peer_t *p, uint64_t k, int err)
+{
+    char what[64];
+    snprintf(what, sizeof what, "shm: reading chunk %llu of a message", (unsigned long long)k);
+    return shm_cma_fail(p->world, (int)p->pid, what, err);
+}
 
 static int coop_copy(shm_peer_t *p, const shm_coop_t *d, uint64_t k, int writer)
 {
@@ -515,8 +541,7 @@ static int coop_claim_all(shm_peer_t *p, shm_coop_t *d, uint32_t gen, int writer
             continue;
         if (coop_copy(p, d, k, writer) != 0) {
             if (!writer)
-                return prt_err(PLAIT_ERR_TRANSPORT, "reading chunk %llu from rank %d failed: %s",
-                               (unsigned long long)k, p->world, strerror(errno));
+                return shm_coop_fail(p, k, errno);
             atomic_store(&d->redo, k + 1);   /* the receiver copies it; stop helping */
             p->cma = 0;
             return 0;
@@ -574,8 +599,7 @@ static int shm_coop_work(ptl_tl_t *tl, int peer, uint64_t handle, int owner)
     if (atomic_load(&d->redo)) {
         uint64_t k = atomic_exchange(&d->redo, 0) - 1;
         if (coop_copy(p, d, k, 0) != 0)
-            return prt_err(PLAIT_ERR_TRANSPORT, "reading chunk %llu from rank %d failed: %s",
-                           (unsigned long long)k, peer, strerror(errno));
+            return shm_coop_fail(p, k, errno);
     }
     return atomic_load_explicit(&d->done, memory_order_acquire) == d->len;
 }
