@@ -443,6 +443,24 @@ static int sched_check_peers(plait_request_t req)
     return PLAIT_OK;
 }
 
+/* The current round's transfers not done yet: whom a timed-out collective
+ * was waiting for. */
+static void sched_wait_peers(plait_request_t req, char *out, size_t len)
+{
+    pcoll_sched_t *sc = req->coll;
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; sc && i < sc->nxfer && n < len; i++) {
+        plait_request_t r = &sc->xfer[i];
+        int w;
+        if (atomic_load_explicit(&r->done, memory_order_acquire))
+            continue;
+        w = snprintf(out + n, len - n, "%s%s rank %d", n ? ", " : "",
+                     r->kind == PPT_REQ_RECV ? "a message from" : "a receive by", r->peer);
+        n = w < 0 ? len : n + (size_t)w;
+    }
+}
+
 /* Room for the largest round's transfers (inline storage mostly suffices). */
 static int sched_alloc_xfer(pcoll_sched_t *sc)
 {
@@ -492,6 +510,7 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
     req->progress = sched_progress;
     req->destroy = sched_destroy;
     req->check_peers = sched_check_peers;
+    req->wait_peers = sched_wait_peers;
     sc->tag = (int)(sc->comm->coll_seq++ & PLAIT_TAG_MAX);
     rc = sc->nrounds ? sched_start_round(sc) : PLAIT_OK;
     if (rc != PLAIT_OK) {

@@ -97,6 +97,9 @@ struct plait_request {
     /* PLAIT_ERR_PEER if a rank it still waits for has died (a member that
      * finished its part and exited is no failure); NULL: check every member */
     int            (*check_peers)(struct plait_request *req);
+    /* the ranks it still waits for, as text for timeout messages (e.g. "a
+     * message from rank 1, rank 2 to receive one"); NULL: not known */
+    void           (*wait_peers)(struct plait_request *req, char *out, size_t len);
     void            *coll;
     const char      *what;          /* for timeout messages: "plait_barrier" ... */
 };

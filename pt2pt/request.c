@@ -121,9 +121,14 @@ static void wait_describe(plait_request_t r, char *out, size_t len)
     else if (r->kind == PPT_REQ_SEND)
         snprintf(out, len, "%s to receive a %zu-byte message (%s) on communicator %s", pb, r->len,
                  tb, cl);
-    else
-        snprintf(out, len, "the other ranks of communicator %s (%d ranks) in %s", cl,
-                 r->comm ? r->comm->size : 0, r->what ? r->what : "a collective");
+    else {
+        char open[192] = "";
+        if (r->wait_peers)
+            r->wait_peers(r, open, sizeof open);
+        snprintf(out, len, "the other ranks of communicator %s (%d ranks) in %s%s%s%s", cl,
+                 r->comm ? r->comm->size : 0, r->what ? r->what : "a collective",
+                 open[0] ? "; still open: " : "", open, open[0] ? " (communicator ranks)" : "");
+    }
 }
 
 int ppt_peer_alive(ppt_state_t *s, int world)
@@ -166,7 +171,7 @@ int ppt_quiesce_locked(ppt_state_t *s, double timeout_s)
 
 static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
 {
-    char what[256], cause[256];
+    char what[512], cause[256];
     wait_describe(r, what, sizeof what);
     if (rc == PLAIT_ERR_TIMEOUT)
         return prt_err(rc, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for %s", fn, waited,

@@ -17,7 +17,9 @@
  * asleep (no progress at all) while the send times out, for 192 KiB (inside
  * a host: a pull) and 1 MiB (a cooperative copy): its next receive either fails (it matched the
  * withdrawn message, whose withdrawal came right behind it) or gets the
- * second send; never the overwritten bytes. Then a normal barrier and
+ * second send; never the overwritten bytes. Then an ibarrier that the last
+ * rank joins 3 s late: the others' wait times out naming the open
+ * transfers, and waited on again it completes. Then a normal barrier and
  * finalize.
  */
 #include "common.h"
@@ -153,6 +155,26 @@ int main(void)
         free(b);
     }
     ibarrier_poll();   /* (the other ranks wait here meanwhile: a poll never times out) */
+
+    /* A collective schedule whose rank is late: the wait times out and says
+     * which transfers are still open (rank 0's first receive of the
+     * dissemination barrier is from the last rank), and the request, left
+     * as it was, completes once the late rank joins. */
+    t_case = "a collective waiting for a late rank times out naming what is open";
+    if (rank == silent) {
+        sleep(3);
+        CHECK_RC(plait_ibarrier(plait_comm_world(), &req));
+    } else {
+        CHECK_RC(plait_ibarrier(plait_comm_world(), &req));
+        CHECK_RC_IS(plait_wait(&req, NULL), PLAIT_ERR_TIMEOUT);
+        CHECK(strstr(plait_last_error(), "still open"), "plait_last_error() \"%s\" does not say "
+              "what the collective waits for", plait_last_error());
+        CHECK(rank != 0 || names_number(strstr(plait_last_error(), "still open"), silent),
+              "plait_last_error() \"%s\" does not name rank %d", plait_last_error(), silent);
+        if (rank == 0)
+            printf("rank 0: %s\n", plait_last_error());
+    }
+    CHECK_RC(plait_wait(&req, NULL));
     t_case = "barrier after the timeouts";
     CHECK_RC(plait_barrier(plait_comm_world()));
     if (rank == 0) printf("pt2pt_timeout: %d ranks ok\n", size);
