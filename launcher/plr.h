@@ -75,6 +75,7 @@ typedef struct plr_rank {
     bool             connected;    /* called PMIx_Init */
     bool             finalized;    /* called PMIx_Finalize */
     bool             judged;       /* its exit was looked at */
+    bool             unjoined;     /* exited with status 0 without calling PMIx_Init */
     bool             reported;     /* daemon: its exit was sent to the head */
     plr_stream_t     out, err;
     plr_cpuset_t     cpus;         /* binding, empty when not bound */
@@ -164,6 +165,7 @@ int  plr_signals_init(void);       /* returns the read end of the signal self-pi
 void plr_signals_block(bool block);
 int  plr_proc_spawn(plr_job_t *job, int rank);
 void plr_proc_reap(plr_job_t *job);
+void plr_proc_check_unjoined(plr_job_t *job);
 void plr_proc_signal_all(plr_job_t *job, int sig);
 void plr_proc_on_signal(plr_job_t *job, int sig);
 void plr_job_fail(plr_job_t *job, int code, const char *fmt, ...)

@@ -28,6 +28,7 @@ void plr_loop_events(plr_job_t *job)
             plr_rank_t *rk = &job->ranks[idx];
             if (ev->type == PLR_EV_CONNECTED) {
                 rk->connected = true;
+                plr_proc_check_unjoined(job);
             } else if (ev->type == PLR_EV_FINALIZED) {
                 rk->finalized = true;
             } else {

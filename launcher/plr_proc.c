@@ -152,7 +152,33 @@ static void plr_proc_judge(plr_job_t *job, plr_rank_t *rk)
     } else if (rk->connected && !rk->finalized) {
         plr_job_fail(job, 1, PLR_NAME ": rank %d (pid %d) exited without calling plait_finalize",
                      rk->rank, (int)rk->pid);
+    } else if (!rk->connected) {
+        rk->unjoined = true;
     }
+}
+
+/* A rank that exited with status 0 without joining the job (it never
+ * called plait_init) while other ranks joined it: those wait for it in
+ * plait_init's fence for ever (a job whose ranks never join, plain
+ * programs, is fine). Checked when a rank exits and when one joins. Ranks
+ * of this process only: across hosts the others' daemons do not say. */
+void plr_proc_check_unjoined(plr_job_t *job)
+{
+    const plr_rank_t *gone = NULL;
+    bool waiting = false;
+    if (job->ending)
+        return;
+    for (int r = 0; r < job->opts.nranks; r++) {
+        const plr_rank_t *rk = &job->ranks[r];
+        if (rk->unjoined && !gone)
+            gone = rk;
+        else if (rk->state == PLR_RANK_RUNNING && rk->connected && !rk->finalized)
+            waiting = true;
+    }
+    if (gone && waiting)
+        plr_job_fail(job, 1, PLR_NAME ": rank %d (pid %d) exited without joining the job (it never "
+                     "called plait_init), so the ranks that did would wait for it for ever",
+                     gone->rank, (int)gone->pid);
 }
 
 void plr_proc_reap(plr_job_t *job)
@@ -195,6 +221,7 @@ void plr_proc_reap(plr_job_t *job)
             plr_daemon_report_exit(job, rk);   /* exec failure, judged at spawn */
         }
     }
+    plr_proc_check_unjoined(job);
 }
 
 /* ------------------------------------------------------------ environment */

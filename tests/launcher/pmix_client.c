@@ -9,7 +9,8 @@
  * sees whether plaitrun ends them).
  *
  * ACTION: ok | exit CODE (after finalize) | signal SIG | nofinalize |
- *         abort CODE | spam LINES LEN | sleep | env VAR VALUE | stdin
+ *         abort CODE | spam LINES LEN | sleep | env VAR VALUE | stdin |
+ *         nojoin (exit 0 before PMIx_Init: the others wait in the fence)
  * Exit 10+ on a failed check, with a message on stderr. */
 #include <pmix.h>
 
@@ -178,6 +179,9 @@ int main(int argc, char **argv)
             others = argv[i + 1];
     }
     const char *action = i < argc ? argv[i] : "ok";
+    const char *envrank = getenv("PMIX_RANK");
+    if (!strcmp(action, "nojoin") && envrank && atoi(envrank) == atoi(sel))
+        return 0;
     pmix_status_t rc = PMIx_Init(&me, NULL, 0);
     CHECK(rc == PMIX_SUCCESS, 10, "PMIx_Init: %s", PMIx_Error_string(rc));
     uint32_t size;

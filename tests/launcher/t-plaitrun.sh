@@ -180,6 +180,11 @@ run nofin -n 2 "$CLIENT" -r 0 -o sleep nofinalize
 [ $rc != 0 ] && has '^plaitrun: rank 0 \(pid [0-9]+\) exited without calling plait_finalize$' "$err"
 check "exit 0 without finalize is a failure" $?
 
+run nojoin -n 3 "$CLIENT" -r 1 nojoin
+[ $rc = 1 ] && [ $elapsed -lt 20 ] &&
+    has '^plaitrun: rank 1 \(pid [0-9]+\) exited without joining the job \(it never called plait_init\)' "$err"
+check "exit 0 before joining while the others wait in the fence: ends the job, naming it" $?
+
 run abort -n 3 "$CLIENT" -r 1 -o sleep abort 7
 [ $rc = 7 ] && has '^plaitrun: rank 1 called plait_abort\(7\): test abort from rank 1$' "$err"
 check "abort: message, every rank ended, exit with the abort code" $?
