@@ -8,7 +8,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -170,6 +172,48 @@ int prt_boot_read_key(prt_job_t *job)
     return PLAIT_OK;
 }
 
+/*
+ * The launcher's PMIx server gone while this rank runs (mpirun or its
+ * daemon killed with SIGKILL, which cannot pass the signal on): nothing
+ * will end this rank, and its peers over shared memory may keep it busy for
+ * ever, so it ends itself. plaitrun's ranks also have PR_SET_PDEATHSIG.
+ * Not during plait_finalize, whose PMIx_Finalize closes the connection.
+ */
+static _Atomic int boot_finalizing;
+static int boot_rank = -1;
+
+static void boot_lost_server(size_t id, pmix_status_t status, const pmix_proc_t *source,
+                             pmix_info_t info[], size_t ninfo, pmix_info_t *results,
+                             size_t nresults, pmix_event_notification_cbfunc_fn_t cbfunc,
+                             void *cbdata)
+{
+    char msg[160];
+    int n;
+    (void)id; (void)status; (void)source; (void)info; (void)ninfo; (void)results; (void)nresults;
+    if (!atomic_load(&boot_finalizing)) {
+        n = snprintf(msg, sizeof msg, "plait: rank %d lost its launcher (the PMIx server closed "
+                     "the connection): ending\n", boot_rank);
+        if (n > 0 && write(2, msg, (size_t)n) < 0)
+            n = 0;
+        _exit(1);
+    }
+    if (cbfunc)
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+static void boot_watch_server(void)
+{
+    pmix_status_t codes[] = {PMIX_ERR_LOST_CONNECTION,
+#ifdef PMIX_ERR_LOST_CONNECTION_TO_SERVER
+                             PMIX_ERR_LOST_CONNECTION_TO_SERVER,
+#endif
+                             PMIX_ERR_UNREACH};
+    pmix_status_t rc = PMIx_Register_event_handler(codes, sizeof codes / sizeof codes[0], NULL, 0,
+                                                   boot_lost_server, NULL, NULL);
+    if (rc < 0)
+        prt_log(PRT_LOG_DEBUG, "PMIx: no handler for a lost server (%s)", PMIx_Error_string(rc));
+}
+
 static int boot_pmix(prt_job_t *job, boot_pmix_t *bp)
 {
     pmix_proc_t wild;
@@ -182,6 +226,9 @@ static int boot_pmix(prt_job_t *job, boot_pmix_t *bp)
     snprintf(job->nspace, sizeof job->nspace, "%s", bp->self.nspace);
     boot_make_tag(job);
     job->rank = (int)bp->self.rank;
+    boot_rank = job->rank;
+    atomic_store(&boot_finalizing, 0);
+    boot_watch_server();
     PMIX_PROC_LOAD(&wild, bp->self.nspace, PMIX_RANK_WILDCARD);
     PRT_CHECK(boot_get_int(&wild, PMIX_JOB_SIZE, &v));
     job->size = (int)v;
@@ -344,7 +391,9 @@ int prt_boot_finalize(prt_job_t *job)
     if (!bp)
         return PLAIT_OK;
     if (!job->singleton) {
-        pmix_status_t rc = PMIx_Finalize(NULL, 0);
+        pmix_status_t rc;
+        atomic_store(&boot_finalizing, 1);
+        rc = PMIx_Finalize(NULL, 0);
         if (rc != PMIX_SUCCESS)
             ret = boot_pmix_err(rc, "Finalize");
     }

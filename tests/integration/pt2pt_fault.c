@@ -8,7 +8,10 @@
  *   noexit       rank 1 exits 0 without plait_finalize while the others are
  *                in plait_finalize;
  *   early-abort  rank 0 (PMIX_RANK=0) calls plait_abort(5, "abort before
- *                init") before plait_init while the others are in plait_init.
+ *                init") before plait_init while the others are in plait_init;
+ *   loop         every rank says "looping" and runs barriers for up to 60 s:
+ *                t-mpirun.sh kills mpirun with SIGKILL meanwhile, and the
+ *                ranks must end themselves (their PMIx server is gone).
  * A survivor whose receive returns (instead of being ended by plaitrun) must
  * get PLAIT_ERR_PEER; it then exits 3 (only finalize/abort are promised then).
  */
@@ -69,8 +72,15 @@ int main(int argc, char **argv)
              rc, plait_strerror(rc), plait_last_error());
     } else if (strcmp(mode, "early-abort") == 0) {
         survivor_wait(0);
+    } else if (strcmp(mode, "loop") == 0) {
+        double t0 = plait_wtime();
+        printf("rank %d looping\n", rank);
+        fflush(stdout);
+        while (plait_wtime() - t0 < 60)
+            CHECK_RC(plait_barrier(plait_comm_world()));
+        FAIL("still running after 60 s: the launcher was not killed, or its loss went unnoticed");
     } else {
-        FAIL("unknown mode '%s' (kill|abort|noexit|early-abort)", mode);
+        FAIL("unknown mode '%s' (kill|abort|noexit|early-abort|loop)", mode);
     }
     return 0;
 }

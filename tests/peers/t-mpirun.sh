@@ -38,4 +38,33 @@ probe_fault_cases
 plait_cases
 bench_case
 plait_fault_cases
+
+# mpirun killed with SIGKILL cannot pass the signal on: its ranks must notice
+# their PMIx server gone and end themselves (runtime/boot.c, boot_lost_server).
+launcher_kill_case() {
+    local name="mpirun: killed with SIGKILL while 3 ranks run barriers: the ranks end themselves"
+    local mp i left
+    have_prog "$BIN/pt2pt_fault" "$name" || return
+    (PLAIT_PEERS_TAG=$peers_tag exec mpirun "${asroot[@]}" --oversubscribe --bind-to none -np 3 \
+         "$BIN/pt2pt_fault" loop > "$peers_tmp/lk.out" 2>&1 < /dev/null) &
+    mp=$!
+    for i in $(seq 300); do
+        [ "$(grep -c looping "$peers_tmp/lk.out" 2>/dev/null)" -ge 3 ] && break
+        sleep 0.1
+    done
+    kill -KILL "$mp" 2>/dev/null
+    wait "$mp" 2>/dev/null
+    for i in $(seq 150); do
+        left=$(tagged_pids)
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    if [ -z "$left" ]; then
+        pass "$name (gone within $(( i / 10 )).$(( i % 10 )) s)"
+    else
+        fail "$name" "still running 15 s after mpirun was killed: $left" "$(cat "$peers_tmp/lk.out")"
+        kill_tagged
+    fi
+}
+launcher_kill_case
 peers_finish
