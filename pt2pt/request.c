@@ -134,7 +134,14 @@ static void wait_describe(plait_request_t r, char *out, size_t len)
 int ppt_peer_alive(ppt_state_t *s, int world)
 {
     ptl_tl_t *tl = s->tl_of ? s->tl_of[world] : NULL;
-    return tl ? tl->ops->peer_alive(tl, world) : PLAIT_OK;
+    int rc = tl ? tl->ops->peer_alive(tl, world) : PLAIT_OK;
+    /* A rank of this host carried by udp or tcp (PLAIT_TRANSPORT forced) is
+     * still watched the shm transport's way (its process): otherwise its
+     * death shows only once a connection to it gives up, or never where
+     * none was open (a launcher that leaves survivors running). */
+    if (rc == PLAIT_OK && tl && tl != &s->shm && s->shm.ops && s->shm.ops->peer_alive)
+        rc = s->shm.ops->peer_alive(&s->shm, world);
+    return rc;
 }
 
 /* PLAIT_ERR_PEER if a rank the request depends on has died. A wildcard

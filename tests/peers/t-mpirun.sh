@@ -67,4 +67,29 @@ launcher_kill_case() {
     fi
 }
 launcher_kill_case
+
+# With --enable-recovery mpirun leaves the survivors of a dead rank running:
+# over udp inside one host they must see the death themselves (the process
+# is watched as the shm transport watches its peers) and fail their receive
+# with PLAIT_ERR_PEER (pt2pt_fault exits 3), where they waited for ever.
+recovery_case() {
+    local name="mpirun --enable-recovery: rank 2 killed, survivors over udp see it themselves -n 3"
+    have_prog "$BIN/pt2pt_fault" "$name" || return
+    launch_cmd() {
+        L=(mpirun "${asroot[@]}" --oversubscribe --bind-to none --enable-recovery
+           -x PLAIT_TRANSPORT -np "$1")
+    }
+    launch_cmd 3
+    PLAIT_TRANSPORT=udp run "$FAULT_LIMIT" "${L[@]}" "$peers_tmp/nswrap" "$BIN/pt2pt_fault" kill
+    # (mpirun --enable-recovery exits 0 whatever its ranks did: the survivors tell)
+    if [ -n "$hung" ]; then
+        fail "$name" "still running after ${FAULT_LIMIT}s: the survivors did not notice"
+    elif [ "$(grep -c "failed as expected" "$out")" != 2 ]; then
+        fail "$name" "both survivors' receives should fail with PLAIT_ERR_PEER"
+    else
+        pass "$name (after ${secs}s)"
+    fi
+    no_leftovers "$name"
+}
+recovery_case
 peers_finish
