@@ -57,12 +57,15 @@ void plait_abort(int exit_code, const char *reason)
 {
     ppt_state_t *s = ppt_get();
     char line[600];
-    int n = snprintf(line, sizeof line, "plait[%d]: plait_abort(%d): %s\n", s ? s->job.rank : -1,
-                     exit_code, reason ? reason : "(no reason given)");
+    int n;
+    if (!reason || !reason[0])
+        reason = "(no reason given)";   /* here and in the launcher's message alike */
+    n = snprintf(line, sizeof line, "plait[%d]: plait_abort(%d): %s\n", s ? s->job.rank : -1,
+                 exit_code, reason);
     if (write(STDERR_FILENO, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1)) < 0) {
         /* stderr is gone: the exit status still tells */
     }
-    prt_boot_abort(s ? &s->job : NULL, exit_code, reason ? reason : "plait_abort");
+    prt_boot_abort(s ? &s->job : NULL, exit_code, reason);
 }
 
 int plait_version(int *major, int *minor, int *patch)
