@@ -207,7 +207,7 @@ static void boot_watch_server(void)
 #ifdef PMIX_ERR_LOST_CONNECTION_TO_SERVER
                              PMIX_ERR_LOST_CONNECTION_TO_SERVER,
 #endif
-                             PMIX_ERR_UNREACH};
+    };
     pmix_status_t rc = PMIx_Register_event_handler(codes, sizeof codes / sizeof codes[0], NULL, 0,
                                                    boot_lost_server, NULL, NULL);
     if (rc < 0)
