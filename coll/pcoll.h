@@ -194,6 +194,10 @@ int pcoll_alltoall_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_bcast_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
 /* 1 when every other rank of comm is reached through shm with direct reads. */
 int pcoll_shm_usable(ppt_state_t *s, plait_comm_t comm);
+/* len bytes at addr in comm rank peer's memory into buf (process_vm_readv
+ * through the shm transport), or the error that says which read failed. */
+int pcoll_direct_read(ppt_state_t *s, plait_comm_t comm, int peer, uint64_t addr, void *buf,
+                      size_t len);
 int pcoll_allgather_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allgather_rd(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allgather_bruck(pcoll_sched_t *sc, const pcoll_args_t *a);

@@ -71,8 +71,14 @@ int pcoll_shm_usable(ppt_state_t *s, plait_comm_t comm)
 
 static int shm_read(pcoll_sched_t *sc, int peer, uint64_t addr, void *buf, size_t len)
 {
-    int w = sc->comm->world_of[peer];
-    ptl_tl_t *tl = sc->s->tl_of[w];
+    return pcoll_direct_read(sc->s, sc->comm, peer, addr, buf, len);
+}
+
+int pcoll_direct_read(ppt_state_t *s, plait_comm_t comm, int peer, uint64_t addr, void *buf,
+                      size_t len)
+{
+    int w = comm->world_of[peer];
+    ptl_tl_t *tl = s->tl_of[w];
     int rc;
     if (len == 0)
         return PLAIT_OK;

@@ -110,6 +110,7 @@
  * ranks (16 KiB blocks) 27.6 / 42.1, 4 ranks (32 KiB) 24.3 / 19.6, 2 ranks
  * (64 KiB) 15.4 / 9.9; alltoall 8 ranks 37.0 / 48.3. The reductions and
  * bcast gained at 128 KiB at every rank count. */
+#define AREA_PIECES_MAX_RANKS 256        /* area_allreduce_pieces: input addresses on the stack */
 #define AREA_BLOCKS_ANY ((size_t)64 << 10)
 #define AREA_BLOCK_MAX  ((size_t)16 << 10)
 
@@ -140,6 +141,8 @@ typedef struct pcoll_area {
     uint32_t depth;            /* slots per rank, D */
     uint32_t seq;              /* area calls so far */
     uint32_t seen;             /* every peer is known to have published this call */
+    char    *scratch;          /* a slot's worth for direct reads (area_allreduce_pieces) */
+    int      direct;           /* every peer's memory can be read directly (CMA) */
 } pcoll_area_t;
 
 /* What the segment's creator tells the others. */
@@ -175,6 +178,8 @@ static void area_free(void *p)
     pcoll_area_t *A = p;
     if (A && A->base)
         munmap(A->base, A->len);
+    if (A)
+        free(A->scratch);
     free(A);
 }
 
@@ -204,6 +209,27 @@ static int area_blocks_too_large(const pcoll_args_t *a, size_t bytes)
     default:
         return 0;
     }
+}
+
+/* A blocking allreduce above PLAIT_COLL_SHM_SMALL that area_allreduce_pieces
+ * takes: every rank's slice within one slot (one piece) and 8 ranks or
+ * more, or 4 or more with slices of at most half a slot; direct reads
+ * possible. 16-core machine, against coll/shm.c's schedule, median us of
+ * two calls (docs/PERFORMANCE.md session 19): 8 ranks 256 KiB 163.4 / 143.7
+ * -> 117.4 / 109.6, 1 MiB 549.4 / 516.6 -> 467.4 / 461.1; 4 ranks 256 KiB
+ * 99.7 / 86.8 -> 84.9 / 79.5, but 512 KiB (128 KiB slices) 171.8 / 150.5 ->
+ * 170.0 / 165.3. With two pieces or more it lost (4 ranks 1 MiB 325.8 ->
+ * 370.4, 8 ranks 2 MiB 928 -> 998: a synchronisation per piece), and with 2
+ * ranks at every size. */
+static int area_pieces_fit(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                           size_t bytes)
+{
+    size_t slot = s->cfg.coll_shm_small < AREA_SLOT_MAX ? s->cfg.coll_shm_small : AREA_SLOT_MAX;
+    size_t slice = pcoll_blk_cnt(a->count, comm->size, 0) * a->es;
+    int n = comm->size;
+    return a->coll == PCOLL_ALLREDUCE && bytes > s->cfg.coll_shm_small && n >= 4 &&
+           n <= AREA_PIECES_MAX_RANKS && slice <= (n >= 8 ? slot : slot / 2) &&
+           pcoll_shm_usable(s, comm);
 }
 
 /* Every peer reached through the shm transport: on this host (no CMA needed). */
@@ -321,6 +347,9 @@ static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A,
     if (rc != PLAIT_OK)
         return rc;
     ok = comm->rank == 0 ? card.ok : card.ok && area_attach(A, &card);
+    A->direct = pcoll_shm_usable(s, comm);
+    if (ok && A->direct && !(A->scratch = malloc(A->slot)))
+        ok = 0;
     rc = area_sched_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_ALLREDUCE, .sbuf = &ok,
                            .rbuf = &all, .count = 1, .dt = PLAIT_INT32, .op = PLAIT_MIN}, fn);
     if (comm->rank == 0 && card.ok)
@@ -343,18 +372,22 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
 {
     pcoll_area_t *A = comm->area;
     size_t bytes;
+    int large;
     *rc = PLAIT_OK;
     if (!s->cfg.coll_shm_small || comm->size < 2 || a->coll == PCOLL_ALLTOALLV ||
         pcoll_forced(&s->cfg, a->coll) != PCOLL_AUTO)
         return 0;
     bytes = area_bytes(a, comm->size);
-    if (bytes > s->cfg.coll_shm_small || bytes > AREA_SLOT_MAX || (A && A->state == AREA_NONE) ||
-        area_blocks_too_large(a, bytes))
+    large = area_pieces_fit(s, comm, a, bytes);
+    if (!large && (bytes > s->cfg.coll_shm_small || bytes > AREA_SLOT_MAX ||
+                   area_blocks_too_large(a, bytes)))
+        return 0;
+    if (A && A->state == AREA_NONE)
         return 0;
     if (comm->size == 2 && bytes > AREA_PAIR_MAX && pcoll_pair_eligible(a))
         return 0;
     if (A && A->state == AREA_READY)
-        return bytes <= A->slot;
+        return bytes <= A->slot || (large && A->direct);
     if (!A) {
         if (!(A = calloc(1, sizeof *A))) {
             *rc = prt_err(PLAIT_ERR_NOMEM, "%s: no memory for a collective area", fn);
@@ -369,7 +402,7 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
     }
     if ((*rc = area_setup_locked(s, comm, A, fn)) != PLAIT_OK)
         return 1;
-    return A->state == AREA_READY && bytes <= A->slot;
+    return A->state == AREA_READY && (bytes <= A->slot || (large && A->direct));
 }
 
 /* ------------------------------------------------------------- waiting */
@@ -643,6 +676,81 @@ static int area_reduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint3
     return PLAIT_OK;
 }
 
+/* Piece [lo, lo + pe) of this rank's slice (elements of the slice, clipped
+ * to it), reduced over every rank's input (in[p]: its address) in rank
+ * order into this rank's slot of call sj; AVG divides there. */
+static int area_piece_reduce(const area_call_t *c, const pcoll_args_t *a, const uint64_t *in,
+                             uint32_t sj, size_t lo, size_t pe)
+{
+    int n = c->comm->size, r = c->comm->rank, rc;
+    size_t es = a->es, cnt = pcoll_blk_cnt(a->count, n, r), m, at;
+    char *dst = area_data(area_slot(c->A, r, sj));
+    if (cnt <= lo)
+        return PLAIT_OK;
+    m = cnt - lo < pe ? cnt - lo : pe;
+    at = (pcoll_blk_off(a->count, n, r) + lo) * es;
+    for (int p = 0; p < n; p++) {
+        const char *src = p == r ? (const char *)a->sbuf + at : NULL;
+        if (!src) {
+            char *to = p == 0 ? dst : c->A->scratch;
+            if ((rc = pcoll_direct_read(c->s, c->comm, p, in[p] + at, to, m * es)) != PLAIT_OK)
+                return rc;
+            src = to;
+        }
+        if (p == 0) {
+            if (src != dst)
+                memcpy(dst, src, m * es);
+        } else {
+            pcoll_reduce(dst, dst, src, m, a->dt, a->op);
+        }
+    }
+    if (a->op == PLAIT_AVG)
+        pcoll_scale(dst, m, a->dt, n);
+    return PLAIT_OK;
+}
+
+/*
+ * Allreduce of more than a slot per rank, blocking, every rank's memory
+ * readable directly (CMA). The inputs are read where they are, as coll/shm.c
+ * does, but each rank's reduced slice goes to the others through its slots,
+ * a slot at a time, copied out by plain loads where coll/shm.c reads every
+ * slice through the system call a second time. Call s publishes each
+ * rank's input address; call s + 1 + j carries piece j of every slice: rank
+ * r reduces piece j of slice r over the ranks' inputs in rank order (the
+ * left operand the lower rank) straight into its slot, publishes it, and
+ * copies every rank's piece j into its recvbuf. Each element is reduced once,
+ * by one rank: every rank holds bitwise the same bytes. A rank publishes
+ * piece j only after reading its part of every input, so after the last
+ * call's wait nobody reads an input again, and in place is safe: piece j's
+ * bytes are written only once every rank is past reading them.
+ */
+static int area_allreduce_pieces(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+{
+    pcoll_area_t *A = c->A;
+    int n = c->comm->size, rc;
+    size_t es = a->es, b = a->count * es, pe = A->slot / es;   /* elements per piece */
+    size_t npieces = (pcoll_blk_cnt(a->count, n, 0) + pe - 1) / pe;
+    uint64_t in[AREA_PIECES_MAX_RANKS], mine = (uint64_t)(uintptr_t)a->sbuf;
+    if ((rc = area_exchange(c, s, &mine, sizeof mine, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+        return rc;
+    for (int p = 0; p < n; p++)
+        memcpy(&in[p], area_data(area_slot(A, p, s)), sizeof in[p]);
+    for (size_t j = 0; j < npieces; j++) {
+        uint32_t sj = ++A->seq;
+        if ((rc = area_reuse(c, sj)) != PLAIT_OK ||
+            (rc = area_piece_reduce(c, a, in, sj, j * pe, pe)) != PLAIT_OK ||
+            (rc = area_exchange(c, sj, NULL, 0, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+            return rc;
+        for (int p = 0; p < n; p++) {
+            size_t off = pcoll_blk_off(a->count, n, p), cnt = pcoll_blk_cnt(a->count, n, p);
+            if (cnt > j * pe)
+                memcpy((char *)a->rbuf + (off + j * pe) * es, area_data(area_slot(A, p, sj)),
+                       (cnt - j * pe < pe ? cnt - j * pe : pe) * es);
+        }
+    }
+    return PLAIT_OK;
+}
+
 /* 1 when a reduction of b bytes per rank runs in slices (two area calls):
  * when b * (n - 2), the bytes one rank reduces beyond what the slices
  * would leave it, passes limit. */
@@ -705,6 +813,8 @@ static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s
     case PCOLL_BARRIER:
         return area_exchange(c, s, NULL, 0, 0, 0, AREA_WAIT_ALL);
     case PCOLL_ALLREDUCE:
+        if (b > c->A->slot)
+            return area_allreduce_pieces(c, a, s);
         if (area_two_phase(n, b, AREA_AR_ONE_PHASE))
             return area_allreduce_2phase(c, a, s);
         if ((rc = area_exchange(c, s, S, b, b, 0, AREA_WAIT_ALL)) == PLAIT_OK)
