@@ -101,7 +101,8 @@ int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine)
     if ((theirs & 0xffu) != (mine & 0xffu))
         return prt_err(PLAIT_ERR_ARG, "%s: rank %d called %s where this rank called %s: every "
                        "rank must start the same collectives in the same order", fn, p,
-                       pcoll_coll_name((int)(theirs & 0xffu)), pcoll_coll_name((int)(mine & 0xffu)));
+                       pcoll_coll_name((int)(theirs & 0xffu)),
+                       pcoll_coll_name((int)(mine & 0xffu)));
     if (((theirs >> 8) & 0xffu) != ((mine >> 8) & 0xffu))
         return prt_err(PLAIT_ERR_ARG, "%s: rank %d passed datatype %s where this rank passed %s",
                        fn, p, sig_dt_name((theirs >> 8) & 0xffu), sig_dt_name((mine >> 8) & 0xffu));
