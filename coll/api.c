@@ -10,31 +10,10 @@
 
 #include "coll/pcoll.h"
 
-static const char *dtype_name(plait_dtype_t dt)
-{
-    static const char *const names[] = {"PLAIT_BYTE", "PLAIT_INT8", "PLAIT_UINT8", "PLAIT_INT32",
-                                        "PLAIT_UINT32", "PLAIT_INT64", "PLAIT_UINT64",
-                                        "PLAIT_FLOAT16", "PLAIT_BFLOAT16", "PLAIT_FLOAT32",
-                                        "PLAIT_FLOAT64"};
-    return (unsigned)dt < sizeof names / sizeof names[0] ? names[dt] : "?";
-}
-
-static const char *op_name(plait_op_t op)
-{
-    static const char *const names[] = {"PLAIT_SUM", "PLAIT_PROD", "PLAIT_MIN", "PLAIT_MAX",
-                                        "PLAIT_AVG"};
-    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
-}
-
 static int is_rooted(int coll)
 {
     return coll == PCOLL_BCAST || coll == PCOLL_REDUCE_C || coll == PCOLL_GATHER ||
            coll == PCOLL_SCATTER;
-}
-
-static int is_reduction(int coll)
-{
-    return coll == PCOLL_REDUCE_C || coll == PCOLL_ALLREDUCE || coll == PCOLL_REDUCE_SCATTER;
 }
 
 /* Blocks of count elements each collective lays out in a buffer. */
@@ -92,9 +71,9 @@ static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
     n = comm->size;
     if ((a->es = plait_dtype_size(a->dt)) == 0)
         return prt_err(PLAIT_ERR_ARG, "%s: dt %d is not a plait_dtype_t", fn, (int)a->dt);
-    if (is_reduction(a->coll) && !pcoll_op_valid(a->dt, a->op, &why))
-        return prt_err(PLAIT_ERR_ARG, "%s: op %s (%d) with dt %s: %s", fn, op_name(a->op),
-                       (int)a->op, dtype_name(a->dt), why);
+    if (pcoll_is_reduction(a->coll) && !pcoll_op_valid(a->dt, a->op, &why))
+        return prt_err(PLAIT_ERR_ARG, "%s: op %s (%d) with dt %s: %s", fn, pcoll_op_name(a->op),
+                       (int)a->op, pcoll_dtype_name(a->dt), why);
     if (is_rooted(a->coll) && (a->root < 0 || a->root >= n))
         return prt_err(PLAIT_ERR_ARG, "%s: root %d is out of range for a communicator of %d "
                        "ranks", fn, a->root, n);

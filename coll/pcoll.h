@@ -288,6 +288,9 @@ const char *pcoll_coll_name(int coll);
  * one word the shared-memory paths exchange; pcoll_sig_mismatch is the
  * PLAIT_ERR_ARG naming what rank p passed differently. */
 uint32_t pcoll_call_sig(const pcoll_args_t *a);
+int pcoll_is_reduction(int coll);          /* reduce, allreduce, reduce_scatter */
+const char *pcoll_dtype_name(plait_dtype_t dt);   /* "PLAIT_FLOAT32" ... */
+const char *pcoll_op_name(plait_op_t op);         /* "PLAIT_SUM" ... */
 int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine);
 /* Prints the selection table (for plait_info): one line per rule. */
 void pcoll_selection_print(FILE *f);

@@ -2,8 +2,9 @@
  * util.c -- pieces several algorithms share: block partitions, the folding of
  * non-power-of-two communicators, and the recursive halving / doubling phases
  * (used by Rabenseifner allreduce and reduce, recursive-halving
- * reduce_scatter and recursive-doubling allgather); and the call signature
- * the shared-memory paths compare across ranks (pcoll_call_sig).
+ * reduce_scatter and recursive-doubling allgather); the names of datatypes
+ * and operators for messages, and the call signature the shared-memory paths
+ * compare across ranks (pcoll_call_sig).
  */
 #include "config.h"
 
@@ -70,30 +71,33 @@ void pcoll_doubling(pcoll_sched_t *sc, char *buf, const size_t *edge, size_t uni
     }
 }
 
-static int sig_is_reduction(int coll)
+int pcoll_is_reduction(int coll)
 {
     return coll == PCOLL_REDUCE_C || coll == PCOLL_ALLREDUCE || coll == PCOLL_REDUCE_SCATTER;
+}
+
+const char *pcoll_dtype_name(plait_dtype_t dt)
+{
+    static const char *const names[] = {"PLAIT_BYTE", "PLAIT_INT8", "PLAIT_UINT8", "PLAIT_INT32",
+                                        "PLAIT_UINT32", "PLAIT_INT64", "PLAIT_UINT64",
+                                        "PLAIT_FLOAT16", "PLAIT_BFLOAT16", "PLAIT_FLOAT32",
+                                        "PLAIT_FLOAT64"};
+    return (unsigned)dt < sizeof names / sizeof names[0] ? names[dt] : "?";
+}
+
+const char *pcoll_op_name(plait_op_t op)
+{
+    static const char *const names[] = {"PLAIT_SUM", "PLAIT_PROD", "PLAIT_MIN", "PLAIT_MAX",
+                                        "PLAIT_AVG"};
+    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
 uint32_t pcoll_call_sig(const pcoll_args_t *a)
 {
     uint32_t sig = (uint32_t)a->coll & 0xffu;
-    if (sig_is_reduction(a->coll))
+    if (pcoll_is_reduction(a->coll))
         sig |= 1u << 24 | ((uint32_t)a->dt & 0xffu) << 8 | ((uint32_t)a->op & 0xffu) << 16;
     return sig;
-}
-
-static const char *sig_dt_name(uint32_t dt)
-{
-    static const char *const names[] = {"byte", "int8", "uint8", "int32", "uint32", "int64",
-                                        "uint64", "float16", "bfloat16", "float32", "float64"};
-    return dt < sizeof names / sizeof names[0] ? names[dt] : "?";
-}
-
-static const char *sig_op_name(uint32_t op)
-{
-    static const char *const names[] = {"sum", "prod", "min", "max", "avg"};
-    return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
 int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine)
@@ -105,7 +109,9 @@ int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine)
                        pcoll_coll_name((int)(mine & 0xffu)));
     if (((theirs >> 8) & 0xffu) != ((mine >> 8) & 0xffu))
         return prt_err(PLAIT_ERR_ARG, "%s: rank %d passed datatype %s where this rank passed %s",
-                       fn, p, sig_dt_name((theirs >> 8) & 0xffu), sig_dt_name((mine >> 8) & 0xffu));
+                       fn, p, pcoll_dtype_name((plait_dtype_t)((theirs >> 8) & 0xffu)),
+                       pcoll_dtype_name((plait_dtype_t)((mine >> 8) & 0xffu)));
     return prt_err(PLAIT_ERR_ARG, "%s: rank %d passed operator %s where this rank passed %s", fn,
-                   p, sig_op_name((theirs >> 16) & 0xffu), sig_op_name((mine >> 16) & 0xffu));
+                   p, pcoll_op_name((plait_op_t)((theirs >> 16) & 0xffu)),
+                   pcoll_op_name((plait_op_t)((mine >> 16) & 0xffu)));
 }
