@@ -198,6 +198,13 @@ int pcoll_shm_usable(ppt_state_t *s, plait_comm_t comm);
  * through the shm transport), or the error that says which read failed. */
 int pcoll_direct_read(ppt_state_t *s, plait_comm_t comm, int peer, uint64_t addr, void *buf,
                       size_t len);
+/* Rank p's turn in a reduction over every rank's input in rank order (the
+ * lower rank the left operand), m elements: x_p is own (this rank's) or read
+ * directly from addr in rank p's memory (through scratch; rank 0's straight
+ * into acc); then acc = x_0 for p 0, acc = acc op x_p after. AVG is the
+ * caller's. */
+int pcoll_reduce_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int p,
+                      const char *own, uint64_t addr, char *acc, char *scratch, size_t m);
 int pcoll_allgather_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allgather_rd(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allgather_bruck(pcoll_sched_t *sc, const pcoll_args_t *a);

@@ -145,6 +145,26 @@ static int shm_check_counts(pcoll_sched_t *sc, const shm_ctx_t *c)
     return PLAIT_OK;
 }
 
+int pcoll_reduce_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int p,
+                      const char *own, uint64_t addr, char *acc, char *scratch, size_t m)
+{
+    const char *src = own;
+    int rc;
+    if (!src) {
+        char *to = p == 0 ? acc : scratch;
+        if ((rc = pcoll_direct_read(s, comm, p, addr, to, m * a->es)) != PLAIT_OK)
+            return rc;
+        src = to;
+    }
+    if (p == 0) {
+        if (src != acc)
+            memcpy(acc, src, m * a->es);
+    } else {
+        pcoll_reduce(acc, acc, src, m, a->dt, a->op);
+    }
+    return PLAIT_OK;
+}
+
 /* Reduces this rank's slice over all ranks into c->mine (step 1). */
 static int shm_reduce_slice(pcoll_sched_t *sc, void *arg)
 {
@@ -155,25 +175,15 @@ static int shm_reduce_slice(pcoll_sched_t *sc, void *arg)
         return rc;
     for (size_t pos = 0; pos < len; pos += SHM_CHUNK) {
         size_t m = len - pos < SHM_CHUNK ? len - pos : SHM_CHUNK;
-        char *acc = c->mine + pos;
-        for (int p = 0; p < n; p++) {
-            const char *src = p == r ? shm_input(&c->a) + base + pos : NULL;
-            if (!src) {
-                char *to = p == 0 ? acc : c->chunk;
-                if ((rc = shm_read(sc, p, c->addr[p].src + base + pos, to, m)) != PLAIT_OK)
-                    return rc;
-                src = to;
-            }
-            if (p == 0) {
-                if (src != acc)
-                    memcpy(acc, src, m);
-            } else {
-                pcoll_reduce(acc, acc, src, m / es, sc->dt, sc->op);
-            }
-        }
+        for (int p = 0; p < n; p++)
+            if ((rc = pcoll_reduce_step(sc->s, sc->comm, &c->a, p,
+                                        p == r ? shm_input(&c->a) + base + pos : NULL,
+                                        c->addr[p].src + base + pos, c->mine + pos, c->chunk,
+                                        m / es)) != PLAIT_OK)
+                return rc;
     }
-    if (sc->op == PLAIT_AVG)
-        pcoll_scale(c->mine, c->cnt, sc->dt, n);
+    if (c->a.op == PLAIT_AVG)
+        pcoll_scale(c->mine, c->cnt, c->a.dt, n);
     return PLAIT_OK;
 }
 

@@ -609,16 +609,26 @@ static void area_reduce(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
     area_reduce_n(c, a, s, dst, off, a->count);
 }
 
-/* Every other rank's slice (pcoll_blk_off / pcoll_blk_cnt) from its slot of
- * call s into R. */
+/* Piece [lo, lo + pe) of every rank's slice (pcoll_blk_off / pcoll_blk_cnt,
+ * elements of the slice, clipped to it) from its slot of call s into R,
+ * but rank skip's (-1: none). */
+static void area_copy_pieces(const area_call_t *c, const pcoll_args_t *a, uint32_t s, char *R,
+                             size_t lo, size_t pe, int skip)
+{
+    int n = c->comm->size;
+    size_t es = a->es;
+    for (int p = 0; p < n; p++) {
+        size_t off = pcoll_blk_off(a->count, n, p), cnt = pcoll_blk_cnt(a->count, n, p);
+        if (p != skip && cnt > lo)
+            memcpy(R + (off + lo) * es, area_data(area_slot(c->A, p, s)),
+                   (cnt - lo < pe ? cnt - lo : pe) * es);
+    }
+}
+
+/* Every other rank's whole slice from its slot of call s into R. */
 static void area_copy_slices(const area_call_t *c, const pcoll_args_t *a, uint32_t s, char *R)
 {
-    int n = c->comm->size, r = c->comm->rank;
-    size_t es = a->es;
-    for (int p = 0; p < n; p++)
-        if (p != r)
-            memcpy(R + pcoll_blk_off(a->count, n, p) * es, area_data(area_slot(c->A, p, s)),
-                   pcoll_blk_cnt(a->count, n, p) * es);
+    area_copy_pieces(c, a, s, R, 0, SIZE_MAX, c->comm->rank);
 }
 
 /*
@@ -689,21 +699,10 @@ static int area_piece_reduce(const area_call_t *c, const pcoll_args_t *a, const 
         return PLAIT_OK;
     m = cnt - lo < pe ? cnt - lo : pe;
     at = (pcoll_blk_off(a->count, n, r) + lo) * es;
-    for (int p = 0; p < n; p++) {
-        const char *src = p == r ? (const char *)a->sbuf + at : NULL;
-        if (!src) {
-            char *to = p == 0 ? dst : c->A->scratch;
-            if ((rc = pcoll_direct_read(c->s, c->comm, p, in[p] + at, to, m * es)) != PLAIT_OK)
-                return rc;
-            src = to;
-        }
-        if (p == 0) {
-            if (src != dst)
-                memcpy(dst, src, m * es);
-        } else {
-            pcoll_reduce(dst, dst, src, m, a->dt, a->op);
-        }
-    }
+    for (int p = 0; p < n; p++)
+        if ((rc = pcoll_reduce_step(c->s, c->comm, a, p, p == r ? (const char *)a->sbuf + at : NULL,
+                                    in[p] + at, dst, c->A->scratch, m)) != PLAIT_OK)
+            return rc;
     if (a->op == PLAIT_AVG)
         pcoll_scale(dst, m, a->dt, n);
     return PLAIT_OK;
@@ -741,12 +740,7 @@ static int area_allreduce_pieces(const area_call_t *c, const pcoll_args_t *a, ui
             (rc = area_piece_reduce(c, a, in, sj, j * pe, pe)) != PLAIT_OK ||
             (rc = area_exchange(c, sj, NULL, 0, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
             return rc;
-        for (int p = 0; p < n; p++) {
-            size_t off = pcoll_blk_off(a->count, n, p), cnt = pcoll_blk_cnt(a->count, n, p);
-            if (cnt > j * pe)
-                memcpy((char *)a->rbuf + (off + j * pe) * es, area_data(area_slot(A, p, sj)),
-                       (cnt - j * pe < pe ? cnt - j * pe : pe) * es);
-        }
+        area_copy_pieces(c, a, sj, a->rbuf, j * pe, pe, -1);
     }
     return PLAIT_OK;
 }
