@@ -249,9 +249,7 @@ static int ptool_plait_sum_doubles(double *v, int n)
     return plait_allreduce(v, v, (size_t)n, PLAIT_FLOAT64, PLAIT_SUM, ptool_world);
 }
 
-/* -a NAME sets PLAIT_<COLL>_ALGO before plait_init, which checks the name
- * (a bad one fails plait_init with the valid choices). Without -a, a
- * PLAIT_<COLL>_ALGO of the environment is what the header and JSON show. */
+/* The setting that forces coll's algorithm, or NULL (one algorithm). */
 static const char *ptool_coll_algo_setting(int coll)
 {
     static const char *const setting[PTOOL_C_N] = {
@@ -261,6 +259,9 @@ static const char *ptool_coll_algo_setting(int coll)
     return setting[coll];
 }
 
+/* -a NAME sets PLAIT_<COLL>_ALGO before plait_init, which checks the name
+ * (a bad one fails plait_init with the valid choices). Without -a, a
+ * PLAIT_<COLL>_ALGO of the environment is what the header and JSON show. */
 static int ptool_coll_force_algo(ptool_coll_opts_t *o)
 {
     const char *name = ptool_coll_algo_setting(o->coll);

@@ -713,20 +713,15 @@ int ptool_coll_run(const ptool_coll_opts_t *o, const ptool_coll_backend_t *be)
                     c.n);
         return 2;
     }
-    if (ptool_alloc(&c) != 0)
-        be->fail("buffer allocation", -1);
     ptool_json_open(&c);
     {   /* rank 0 alone opens the file: every rank learns whether it could */
         double bad = c.rank == 0 && o->json_path && !c.json;
         PTOOL_CALL(be, be->sum_doubles(&bad, 1), "--json check");
-        if (bad > 0) {
-            free(c.sbuf);
-            free(c.rbuf);
-            free(c.vcounts);
-            free(c.vdispls);
+        if (bad > 0)
             return 2;
-        }
     }
+    if (ptool_alloc(&c) != 0)
+        be->fail("buffer allocation", -1);
     if (c.rank == 0)
         ptool_print_header(&c);
     for (;;) {

@@ -442,7 +442,6 @@ static int shm_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
     return n;
 }
 
-/* Single copy from the peer's address space; partial reads continue. */
 /* A direct read or write of rank peer's memory failed with errno err: ESRCH
  * means the process is gone (PLAIT_ERR_PEER, so that the caller knows no
  * retry can help), anything else is a transport failure. */
@@ -454,6 +453,7 @@ static int shm_cma_fail(int peer, int pid, const char *what, int err)
     return prt_err(PLAIT_ERR_TRANSPORT, "%s from rank %d failed: %s", what, peer, strerror(err));
 }
 
+/* Single copy from the peer's address space; partial reads continue. */
 static int shm_get(ptl_tl_t *tl, int peer, uint64_t raddr, void *buf, size_t len)
 {
     shm_t *s = shm_of(tl);
@@ -492,8 +492,6 @@ static int shm_get(ptl_tl_t *tl, int peer, uint64_t raddr, void *buf, size_t len
 }
 
 /* ------------------------------------------------------- cooperative copy */
-
-static int shm_cma_fail(int peer, int pid, const char *what, int err);
 
 /* A receiver's read of chunk k of a cooperative transfer failed. */
 static int shm_coop_fail(const shm_peer_t *p, uint64_t k, int err)
