@@ -198,12 +198,24 @@ int pcoll_shm_usable(ppt_state_t *s, plait_comm_t comm);
  * through the shm transport), or the error that says which read failed. */
 int pcoll_direct_read(ppt_state_t *s, plait_comm_t comm, int peer, uint64_t addr, void *buf,
                       size_t len);
-/* Rank p's turn in a reduction over every rank's input in rank order (the
- * lower rank the left operand), m elements: x_p is own (this rank's) or read
- * directly from addr in rank p's memory (through scratch; rank 0's straight
- * into acc); then acc = x_0 for p 0, acc = acc op x_p after. AVG is the
- * caller's. */
-int pcoll_reduce_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int p,
+/* Turn k (0 .. n-1) of a reduction over every rank's input read directly:
+ * rank p = rank + 1 + k (mod n), this rank's own input last. Every rank
+ * starts with a different peer, so at any moment the readers read different
+ * owners' memory: when all started with rank 0, all process_vm_readv calls
+ * took rank 0's page-table lock together (8 ranks x 1 MiB allreduce on the
+ * 16-core machine: 12.5% of the samples in the kernel's spin-lock slow
+ * path, docs/PERFORMANCE.md session 20). Each element is still reduced by
+ * one rank only, so every rank gets bitwise the same bytes; the order of
+ * the operands differs from slice to slice, as in a ring. */
+static inline int pcoll_reduce_turn(plait_comm_t comm, int k)
+{
+    return (comm->rank + 1 + k) % comm->size;
+}
+/* Rank p's turn in such a reduction, m elements: x_p is own (this rank's)
+ * or read directly from addr in rank p's memory (through scratch; the first
+ * turn's straight into acc); then acc = x_p on the first turn, acc = acc op
+ * x_p after. AVG is the caller's. */
+int pcoll_reduce_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int p, int first,
                       const char *own, uint64_t addr, char *acc, char *scratch, size_t m);
 int pcoll_allgather_ring(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allgather_rd(pcoll_sched_t *sc, const pcoll_args_t *a);

@@ -10,15 +10,16 @@
  * rank reads a buffer its owner may already have changed or returned:
  *
  *  allreduce (n slices of the vector, slice i reduced by rank i only):
- *    1. exchange addresses; rank i reduces slice i over ranks 0, 1, .., n-1
- *       in that order (lower ranks' data the left operand), reading each
- *       peer's part in L2-sized chunks; AVG divides there. The result goes to
+ *    1. exchange addresses; rank i reduces slice i over ranks i+1, .., n-1,
+ *       0, .., i in that order (pcoll_reduce_turn: the readers spread over
+ *       the owners), reading each peer's part in L2-sized chunks; AVG
+ *       divides there. The result goes to
  *       its own recvbuf slice (in place: to scratch, since peers still read
  *       that slice of its input).
  *    2. done; rank i copies every other slice from its reducer's result.
  *    3. done (peers have read this rank's result; it may return).
  *  Each element is reduced once, by one rank, in a fixed order, so every rank
- *  holds bitwise the same bytes. Traffic per rank: reads (n-1)/n of the vector
+ *  holds bitwise the same bytes (and the same as the next call's). Traffic per rank: reads (n-1)/n of the vector
  *  twice, writes nothing remote: the same bytes as a ring, in one copy and no
  *  pipeline of n-1 steps.
  *  reduce_scatter: step 1 with slice = block i; in place the result is copied
@@ -145,18 +146,18 @@ static int shm_check_counts(pcoll_sched_t *sc, const shm_ctx_t *c)
     return PLAIT_OK;
 }
 
-int pcoll_reduce_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int p,
+int pcoll_reduce_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int p, int first,
                       const char *own, uint64_t addr, char *acc, char *scratch, size_t m)
 {
     const char *src = own;
     int rc;
     if (!src) {
-        char *to = p == 0 ? acc : scratch;
+        char *to = first ? acc : scratch;
         if ((rc = pcoll_direct_read(s, comm, p, addr, to, m * a->es)) != PLAIT_OK)
             return rc;
         src = to;
     }
-    if (p == 0) {
+    if (first) {
         if (src != acc)
             memcpy(acc, src, m * a->es);
     } else {
@@ -175,12 +176,14 @@ static int shm_reduce_slice(pcoll_sched_t *sc, void *arg)
         return rc;
     for (size_t pos = 0; pos < len; pos += SHM_CHUNK) {
         size_t m = len - pos < SHM_CHUNK ? len - pos : SHM_CHUNK;
-        for (int p = 0; p < n; p++)
-            if ((rc = pcoll_reduce_step(sc->s, sc->comm, &c->a, p,
+        for (int k = 0; k < n; k++) {
+            int p = pcoll_reduce_turn(sc->comm, k);
+            if ((rc = pcoll_reduce_step(sc->s, sc->comm, &c->a, p, k == 0,
                                         p == r ? shm_input(&c->a) + base + pos : NULL,
                                         c->addr[p].src + base + pos, c->mine + pos, c->chunk,
                                         m / es)) != PLAIT_OK)
                 return rc;
+        }
     }
     if (c->a.op == PLAIT_AVG)
         pcoll_scale(c->mine, c->cnt, c->a.dt, n);

@@ -699,10 +699,13 @@ static int area_piece_reduce(const area_call_t *c, const pcoll_args_t *a, const 
         return PLAIT_OK;
     m = cnt - lo < pe ? cnt - lo : pe;
     at = (pcoll_blk_off(a->count, n, r) + lo) * es;
-    for (int p = 0; p < n; p++)
-        if ((rc = pcoll_reduce_step(c->s, c->comm, a, p, p == r ? (const char *)a->sbuf + at : NULL,
-                                    in[p] + at, dst, c->A->scratch, m)) != PLAIT_OK)
+    for (int k = 0; k < n; k++) {
+        int p = pcoll_reduce_turn(c->comm, k);
+        if ((rc = pcoll_reduce_step(c->s, c->comm, a, p, k == 0,
+                                    p == r ? (const char *)a->sbuf + at : NULL, in[p] + at, dst,
+                                    c->A->scratch, m)) != PLAIT_OK)
             return rc;
+    }
     if (a->op == PLAIT_AVG)
         pcoll_scale(dst, m, a->dt, n);
     return PLAIT_OK;
@@ -715,8 +718,8 @@ static int area_piece_reduce(const area_call_t *c, const pcoll_args_t *a, const 
  * a slot at a time, copied out by plain loads where coll/shm.c reads every
  * slice through the system call a second time. Call s publishes each
  * rank's input address; call s + 1 + j carries piece j of every slice: rank
- * r reduces piece j of slice r over the ranks' inputs in rank order (the
- * left operand the lower rank) straight into its slot, publishes it, and
+ * r reduces piece j of slice r over the ranks' inputs in its turn order
+ * (pcoll_reduce_turn: rank r + 1 first) straight into its slot, publishes it, and
  * copies every rank's piece j into its recvbuf. Each element is reduced once,
  * by one rank: every rank holds bitwise the same bytes. A rank publishes
  * piece j only after reading its part of every input, so after the last
