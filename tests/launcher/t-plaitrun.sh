@@ -252,9 +252,15 @@ for i in $(seq 100); do
     sleep 0.1
 done
 elapsed=$((SECONDS - t0)) rc=137 err=$WORK/sigkill.err
-rm -rf "$TMPDIR"/plaitrun.*   # (a launcher killed outright cannot remove its own)
-[ -z "$(pgrep -f "^$WORK/sleeper")" ]
-check "SIGKILL to plaitrun: its ranks end too (no orphans)" $?
+stale=$(ls -A "$TMPDIR")      # a launcher killed outright cannot remove its own temp dir
+[ -z "$(pgrep -f "^$WORK/sleeper")" ] && [ -n "$stale" ]
+good=$?
+# ...the next plaitrun removes it (its owner file names a process that is gone)
+shm_kill=$shm_before
+run sigkill-next -n 1 "$CLIENT"
+shm_before=$shm_kill          # the killed job's segments count too
+[ "$good" = 0 ] && [ $rc = 0 ]
+check "SIGKILL to plaitrun: its ranks end too (no orphans), the next plaitrun removes its temp dir ($stale)" $?
 
 # ---------------------------------------------------------------- bad command lines
 run missing -n 2 "$WORK/no-such-program"
