@@ -54,36 +54,23 @@
  * whole-slice exchange per step), larger ones by a ring. */
 #define HIER_RD_MAX ((size_t)64 << 10)
 
-typedef struct hier_map {
-    const ppt_state_t *s;
-    uint64_t           ctx;
-    int                n, nhosts, uniform;
-    int               *host_of;   /* comm rank -> host index */
-    int               *first;     /* host h's members: member[first[h] .. first[h+1]) */
-    int               *member;    /* comm ranks grouped by host, increasing within each */
-    struct hier_map   *next;
+typedef struct {
+    int  n, nhosts, uniform;
+    int *host_of;   /* comm rank -> host index */
+    int *first;     /* host h's members: member[first[h] .. first[h+1]) */
+    int *member;    /* comm ranks grouped by host, increasing within each */
 } hier_map_t;
 
-static hier_map_t *hier_maps;     /* guarded by the state lock (builders hold it) */
-
-void pcoll_hier_reset(void)
+/* The communicator owns its map (comm->hier), freed with it. */
+static void hier_map_free(void *p)
 {
-    while (hier_maps) {
-        hier_map_t *m = hier_maps;
-        hier_maps = m->next;
+    hier_map_t *m = p;
+    if (m) {
         free(m->host_of);
         free(m->first);
         free(m->member);
-        free(m);
     }
-}
-
-static const hier_map_t *hier_map_find(const ppt_state_t *s, plait_comm_t comm)
-{
-    for (const hier_map_t *m = hier_maps; m; m = m->next)
-        if (m->s == s && m->ctx == comm->ctx && m->n == comm->size)
-            return m;
-    return NULL;
+    free(m);
 }
 
 /* For selection: 0 once the hosts are known to hold one rank each (the
@@ -91,7 +78,7 @@ static const hier_map_t *hier_map_find(const ppt_state_t *s, plait_comm_t comm)
  * blocking allreduces of the communicator, so it is the same on every rank. */
 int pcoll_hier_useful(const ppt_state_t *s, plait_comm_t comm)
 {
-    const hier_map_t *m = hier_map_find(s, comm);
+    const hier_map_t *m = comm->hier;
     return !m || m->nhosts < comm->size;
 }
 
@@ -103,11 +90,7 @@ static hier_map_t *hier_map_make(ppt_state_t *s, plait_comm_t comm, const int32_
     if (!m || !(m->host_of = malloc((size_t)n * sizeof(int))) ||
         !(m->first = calloc((size_t)n + 1, sizeof(int))) ||
         !(m->member = malloc((size_t)n * sizeof(int)))) {
-        if (m) {
-            free(m->host_of);
-            free(m->first);
-        }
-        free(m);
+        hier_map_free(m);
         return NULL;
     }
     for (int i = 0; i < n; i++) {     /* hosts numbered by their lowest comm rank */
@@ -127,11 +110,9 @@ static hier_map_t *hier_map_make(ppt_state_t *s, plait_comm_t comm, const int32_
     m->uniform = 1;
     for (int j = 1; j < h; j++)
         m->uniform &= m->first[j + 1] - m->first[j] == m->first[1];
-    m->s = s;
-    m->ctx = comm->ctx;
     m->n = n;
-    m->next = hier_maps;
-    hier_maps = m;
+    comm->hier = m;
+    comm->hier_free = hier_map_free;
     return m;
 }
 
@@ -178,7 +159,7 @@ static const hier_map_t *hier_map_get(pcoll_sched_t *sc, int *rc)
     int n = comm->size;
     int32_t *keys;
     hier_map_t *m;
-    const hier_map_t *known = hier_map_find(s, comm);
+    const hier_map_t *known = comm->hier;
     *rc = PLAIT_OK;
     if (known)
         return known;

@@ -180,8 +180,6 @@ void pcoll_ring_allreduce(pcoll_sched_t *sc, const int *g, int m, int gi, char *
 int pcoll_allreduce_rabenseifner(pcoll_sched_t *sc, const pcoll_args_t *a);
 /* Two-level (coll/hier.c): inside each host, then between hosts. */
 int pcoll_allreduce_two_level(pcoll_sched_t *sc, const pcoll_args_t *a);
-/* Forgets the host maps hier.c learnt per communicator (plait_init). */
-void pcoll_hier_reset(void);
 /* 0 when comm is known to have one rank per host (two_level = flat), else 1. */
 int  pcoll_hier_useful(const ppt_state_t *s, plait_comm_t comm);
 /* Shared-memory (one host) variants, coll/shm.c: ranks read each other's

@@ -229,7 +229,6 @@ static const select_comm_t *select_comm(ppt_state_t *s, plait_comm_t comm)
 void pcoll_select_reset(void)
 {
     memset(select_cache, 0, sizeof select_cache);
-    pcoll_hier_reset();
 }
 
 int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)

@@ -283,6 +283,7 @@ static int pt_start(const char *fn, void *buf, size_t count, plait_dtype_t dt, i
     if (rc == PLAIT_OK && internal) {
         rc = ppt_wait_locked(s, *req, fn);
         ppt_cancel_locked(s, *req);   /* no-op unless it failed to complete */
+        ppt_req_free(*req);           /* the caller's storage: only its status is read */
     }
     pthread_mutex_unlock(&s->lock);
     return rc;

@@ -61,6 +61,7 @@ int ppt_comm_create(ppt_state_t *s, uint64_t ctx, int rank, int size, int *world
                     plait_comm_t *out)
 {
     plait_comm_t c;
+    ppt_comm_sweep_locked(s);
     for (c = s->all_comms; c; c = c->all_next)
         if (c->ctx == ctx && c->magic == PPT_COMM_MAGIC)
             goto collide;
@@ -93,13 +94,75 @@ collide:
 
 static void mq_destroy(ppt_state_t *s, ppt_mq_t *mq)
 {
+    if (!mq)
+        return;
     while (mq->unexp_head) {
         ppt_umsg_t *u = mq->unexp_head;
         mq->unexp_head = u->next;
         ppt_umsg_put(s, u);
     }
+    if (s->mq_last == mq)
+        s->mq_last = NULL;
     prt_map_del(&s->mqs, mq->ctx);
     free(mq);
+}
+
+/* The collectives layer's state of c (area, host map): released when the
+ * user frees c (only blocking collectives, none in flight then, and the
+ * building of schedules use it). */
+static void comm_coll_free(plait_comm_t c)
+{
+    if (c->area_free)
+        c->area_free(c->area);
+    if (c->hier_free)
+        c->hier_free(c->hier);
+    c->area = c->hier = NULL;
+    c->area_free = c->hier_free = NULL;
+}
+
+/*
+ * Releases a freed communicator that no request refers to any more (c is
+ * out of all_comms): its queues (with any message nobody received on it)
+ * and rank table. The handle itself stays readable as a tombstone, so a
+ * stale copy of it still fails with PLAIT_ERR_STATE, for the last
+ * PPT_COMM_TOMBS released; older ones are freed. Without this a program
+ * that makes and frees communicators in a loop grew by ~350 bytes each
+ * (black-box test, session 20). A frame that arrives later for its context
+ * gets a queue made on demand, as one for a context not made yet does.
+ */
+#define PPT_COMM_TOMBS 256
+
+static void comm_release(ppt_state_t *s, plait_comm_t c)
+{
+    plait_comm_t *pp = &s->tombs;
+    mq_destroy(s, c->mq);
+    mq_destroy(s, c->cmq);
+    free(c->world_of);
+    c->mq = c->cmq = NULL;
+    c->world_of = NULL;
+    c->all_next = s->tombs;
+    s->tombs = c;
+    if (++s->ntombs <= PPT_COMM_TOMBS)
+        return;
+    for (int i = 0; i < PPT_COMM_TOMBS; i++)
+        pp = &(*pp)->all_next;
+    free(*pp);          /* the oldest: one beyond the bound */
+    *pp = NULL;
+    s->ntombs = PPT_COMM_TOMBS;
+}
+
+void ppt_comm_sweep_locked(ppt_state_t *s)
+{
+    plait_comm_t *pp = &s->all_comms;
+    while (*pp) {
+        plait_comm_t c = *pp;
+        if (c->magic == PPT_COMM_FREED && atomic_load(&c->refs) == 0) {
+            *pp = c->all_next;
+            comm_release(s, c);
+        } else {
+            pp = &c->all_next;
+        }
+    }
 }
 
 void ppt_comm_destroy_all(ppt_state_t *s)
@@ -107,12 +170,17 @@ void ppt_comm_destroy_all(ppt_state_t *s)
     while (s->all_comms) {
         plait_comm_t c = s->all_comms;
         s->all_comms = c->all_next;
-        if (c->area_free)
-            c->area_free(c->area);
+        comm_coll_free(c);
         free(c->world_of);
         c->magic = 0;
         free(c);
     }
+    while (s->tombs) {
+        plait_comm_t c = s->tombs;
+        s->tombs = c->all_next;
+        free(c);
+    }
+    s->ntombs = 0;
     for (size_t i = 0; i < s->mqs.cap; i++)
         if (s->mqs.keys[i] > 1)
             mq_destroy(s, s->mqs.vals[i]);
@@ -293,9 +361,8 @@ int plait_comm_free(plait_comm_t *comm)
         return prt_err(PLAIT_ERR_ARG, "plait_comm_free: comm is the world, which cannot be freed");
     pthread_mutex_lock(&s->lock);
     (*comm)->magic = PPT_COMM_FREED;   /* queues live on for operations still in flight */
-    if ((*comm)->area_free)            /* blocking collectives only: none is in flight */
-        (*comm)->area_free((*comm)->area);
-    (*comm)->area_free = NULL;
+    comm_coll_free(*comm);
+    ppt_comm_sweep_locked(s);          /* released now if nothing is in flight */
     pthread_mutex_unlock(&s->lock);
     *comm = NULL;
     return PLAIT_OK;

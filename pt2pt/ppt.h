@@ -141,10 +141,15 @@ struct plait_comm {
     ppt_mq_t    *mq, *cmq;
     char         name[32];
     struct plait_comm *all_next;
-    /* the collectives layer's shared-memory area (coll/shm_small.c), or
-     * NULL; area_free releases it when the communicator is freed */
+    _Atomic int  refs;              /* requests made on it and not yet freed: a freed
+                                     * communicator is released once none is left */
+    /* the collectives layer's state of this communicator, or NULL: its
+     * shared-memory area (coll/shm_small.c) and host map (coll/hier.c);
+     * each *_free releases it when the communicator is freed */
     void        *area;
     void       (*area_free)(void *area);
+    void        *hier;
+    void       (*hier_free)(void *hier);
 };
 
 /* ------------------------------------------------------- outgoing queue */
@@ -193,7 +198,11 @@ typedef struct ppt_state {
     prt_map_t       reqs;            /* id -> request, while a frame may name it */
     uint64_t        next_id;
     plait_comm_t    world;
-    plait_comm_t    all_comms;       /* every communicator made, freed at finalize */
+    plait_comm_t    all_comms;       /* every communicator alive, or freed by the user
+                                      * with requests on it still to be freed */
+    plait_comm_t    tombs;           /* released communicators' handles, newest first
+                                      * (a stale handle reads PLAIT_ERR_STATE) */
+    int             ntombs;
     plait_request_t coll_head;       /* active non-blocking collectives */
     plait_request_t coop_head;       /* receives moving data by cooperative copy */
     plait_request_t get_head;        /* matched receives whose pull waits for the pass's end */
@@ -221,6 +230,8 @@ int  ppt_comm_create(ppt_state_t *s, uint64_t ctx, int rank, int size, int *worl
 uint64_t ppt_ctx_derive(uint64_t parent, uint64_t seq, uint64_t color);
 ppt_mq_t *ppt_mq_lookup(ppt_state_t *s, uint64_t ctx, int create);
 void ppt_comm_destroy_all(ppt_state_t *s);
+/* Releases every freed communicator no request refers to any more. */
+void ppt_comm_sweep_locked(ppt_state_t *s);
 
 /* request.c */
 /* A new request; with storage (a blocking call's stack) it is initialized there. */

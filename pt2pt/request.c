@@ -25,6 +25,8 @@ plait_request_t ppt_req_new(int kind, plait_comm_t comm, plait_request_t storage
     r->magic = PPT_REQ_MAGIC;
     r->kind = kind;
     r->comm = comm;
+    if (comm)
+        atomic_fetch_add(&comm->refs, 1);
     r->world = -1;
     atomic_init(&r->done, 0);
     return r;
@@ -36,6 +38,8 @@ void ppt_req_free(plait_request_t req)
         return;
     if (req->destroy)
         req->destroy(req);
+    if (req->magic == PPT_REQ_MAGIC && req->comm)   /* once per request */
+        atomic_fetch_sub(&req->comm->refs, 1);
     req->magic = PPT_REQ_DEAD;
     if (!req->on_stack)
         free(req);
