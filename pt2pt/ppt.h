@@ -58,11 +58,13 @@ enum { PPT_REQ_SEND = 1, PPT_REQ_RECV, PPT_REQ_COLL };
 typedef struct ppt_mq ppt_mq_t;
 
 struct plait_request {
-    uint32_t         magic;
     int              kind;
     int              on_stack;      /* a blocking call's own request: never freed */
     _Atomic int      done;
     int              rc;
+    uint32_t         magic;         /* not in the first 16 bytes, which the allocator
+                                     * overwrites on free: a stale copy of a freed
+                                     * request's handle usually still reads DEAD */
     char             why[200];      /* rc's detail, kept at completion: the thread that
                                      * completed it (progress from another caller) may
                                      * not be the one that waits on it */

@@ -104,19 +104,33 @@ int ppt_progress_locked(ppt_state_t *s)
     return n;
 }
 
+/* "world" and its size, or the communicator's id, size and first members by world rank
+ * (the id alone tells a user nothing about which of theirs it is). */
 static const char *comm_label(plait_comm_t c, char *buf, size_t len)
 {
     ppt_state_t *s = ppt_get();
-    if (s && c == s->world)
-        return "world";
-    snprintf(buf, len, "0x%llx", c ? (unsigned long long)c->ctx : 0ull);
+    size_t at;
+    if (s && c == s->world) {
+        snprintf(buf, len, "world (%d ranks)", c->size);
+        return buf;
+    }
+    if (!c || !c->world_of) {
+        snprintf(buf, len, "(freed)");
+        return buf;
+    }
+    at = (size_t)snprintf(buf, len, "0x%llx (%d ranks, world ranks", (unsigned long long)c->ctx,
+                          c->size);
+    for (int i = 0; i < c->size && i < 8 && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? "," : " ", c->world_of[i]);
+    if (at < len)
+        snprintf(buf + at, len - at, "%s)", c->size > 8 ? ",..." : "");
     return buf;
 }
 
 /* What a request waits for, for timeout and peer-death messages. */
 static void wait_describe(plait_request_t r, char *out, size_t len)
 {
-    char cb[32], pb[32], tb[32];
+    char cb[112], pb[32], tb[32];
     const char *cl = comm_label(r->comm, cb, sizeof cb);
     snprintf(pb, sizeof pb, r->peer == PLAIT_ANY_SOURCE ? "any rank" : "rank %d", r->peer);
     snprintf(tb, sizeof tb, r->tag == PLAIT_ANY_TAG ? "any tag" : "tag %d", r->tag);
@@ -129,8 +143,8 @@ static void wait_describe(plait_request_t r, char *out, size_t len)
         char open[192] = "";
         if (r->wait_peers)
             r->wait_peers(r, open, sizeof open);
-        snprintf(out, len, "the other ranks of communicator %s (%d ranks) in %s%s%s%s", cl,
-                 r->comm ? r->comm->size : 0, r->what ? r->what : "a collective",
+        snprintf(out, len, "the other ranks of communicator %s in %s%s%s%s", cl,
+                 r->what ? r->what : "a collective",
                  open[0] ? "; still open: " : "", open, open[0] ? " (communicator ranks)" : "");
     }
 }
@@ -261,11 +275,16 @@ static int req_done(plait_request_t r)
 
 /* A completed request's result, its detail made this thread's
  * plait_last_error(). */
-static int req_result(plait_request_t req)
+/* The request's result, its detail made this thread's last error, led by
+ * the function that reports it where the detail does not name one (a
+ * truncation found while matching, in whichever call progressed). */
+static int req_result(plait_request_t req, const char *fn)
 {
-    if (req->rc != PLAIT_OK && req->why[0])
+    if (req->rc == PLAIT_OK || !req->why[0])
+        return req->rc;
+    if (strncmp(req->why, "plait_", 6) == 0)
         return prt_err(req->rc, "%s", req->why);
-    return req->rc;
+    return prt_err(req->rc, "%s: %s", fn, req->why);
 }
 
 int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
@@ -281,7 +300,7 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
         if (req_done(req)) {
             if (backed_off)
                 wait_account(s, req, b.start_ns);
-            return req_result(req);
+            return req_result(req, fn);
         }
         now = prt_now_ns();
         if (work)
@@ -292,7 +311,7 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
             rc = wait_check_peers(s, req);
             if (rc != PLAIT_OK) {
                 ppt_progress_locked(s);   /* its last frames may still be in the ring */
-                return req_done(req) ? req_result(req)
+                return req_done(req) ? req_result(req, fn)
                                      : wait_fail(req, rc, fn, (now - b.start_ns) * 1e-9);
             }
         }
@@ -307,13 +326,24 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
 
 /* ------------------------------------------------------------- public API */
 
+/* r (named what) is NULL or a live request; a freed one (still marked,
+ * see magic) is PLAIT_ERR_STATE, anything else PLAIT_ERR_ARG. */
+static int req_live(plait_request_t r, const char *fn, const char *what)
+{
+    if (r && r->magic == PPT_REQ_DEAD)
+        return prt_err(PLAIT_ERR_STATE, "%s: %s was freed (plait_wait and a successful "
+                       "plait_test free a request and set the handle to NULL)", fn, what);
+    if (r && r->magic != PPT_REQ_MAGIC)
+        return prt_err(PLAIT_ERR_ARG, "%s: %s is not a live request (completed or freed?)", fn,
+                       what);
+    return PLAIT_OK;
+}
+
 static int req_check(plait_request_t *req, const char *fn)
 {
     if (!req)
         return prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn);
-    if (*req && (*req)->magic != PPT_REQ_MAGIC)
-        return prt_err(PLAIT_ERR_ARG, "%s: *req is not a live request (completed or freed?)", fn);
-    return PLAIT_OK;
+    return req_live(*req, fn, "*req");
 }
 
 static void req_finish(plait_request_t *req, plait_status_t *status)
@@ -354,7 +384,7 @@ int plait_test(plait_request_t *req, int *done, plait_status_t *status)
     *done = req_done(*req);
     if (!*done)
         return PLAIT_OK;
-    rc = req_result(*req);
+    rc = req_result(*req, "plait_test");
     req_finish(req, status);
     return rc;
 }
@@ -387,9 +417,11 @@ int plait_waitall(int n, plait_request_t reqs[], plait_status_t statuses[])
         return rc;
     if (n < 0 || (n > 0 && !reqs))
         return prt_err(PLAIT_ERR_ARG, "plait_waitall: n = %d with reqs %s", n, reqs ? "set" : "NULL");
-    for (int i = 0; i < n; i++)
-        if (reqs[i] && reqs[i]->magic != PPT_REQ_MAGIC)
-            return prt_err(PLAIT_ERR_ARG, "plait_waitall: reqs[%d] is not a live request", i);
+    for (int i = 0; i < n; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "reqs[%d]", i);
+        PRT_CHECK(req_live(reqs[i], "plait_waitall", what));
+    }
     for (int i = 0; i < n; i++) {
         char detail[512];
         rc = plait_wait(&reqs[i], statuses ? &statuses[i] : NULL);

@@ -263,6 +263,25 @@ static void stale_handle(void)
     CHECK_RC(plait_comm_free(&d));
     EXPECT_ERR2(plait_comm_rank(stale, &r), PLAIT_ERR_STATE, PLAIT_ERR_ARG, "comm|free");
     EXPECT_ERR2(plait_send(&r, 1, PLAIT_INT32, 0, 0, stale), PLAIT_ERR_STATE, PLAIT_ERR_ARG, "comm|free");
+
+    /* a copy of a request handle after plait_wait freed it: the memory keeps
+     * its freed mark until reused (nothing allocates in between here) */
+    t_case = "stale copy of a freed request";
+    {
+        plait_request_t rq = NULL, copy, two[2];
+        int v = 5, got = 0;
+        CHECK_RC(plait_irecv(&got, 1, PLAIT_INT32, rank, 3, plait_comm_world(), &rq));
+        copy = rq;
+        CHECK_RC(plait_send(&v, 1, PLAIT_INT32, rank, 3, plait_comm_world()));
+        CHECK_RC(plait_wait(&rq, NULL));
+        CHECK(rq == NULL && got == 5, "wait: handle %p, got %d", (void *)rq, got);
+        EXPECT_ERR2(plait_wait(&copy, NULL), PLAIT_ERR_STATE, PLAIT_ERR_STATE, "freed");
+        int done = 0;
+        EXPECT_ERR2(plait_test(&copy, &done, NULL), PLAIT_ERR_STATE, PLAIT_ERR_STATE, "freed");
+        two[0] = NULL;
+        two[1] = copy;
+        EXPECT_ERR2(plait_waitall(2, two, NULL), PLAIT_ERR_STATE, PLAIT_ERR_STATE, "reqs[1]|freed");
+    }
 }
 
 int main(int argc, char **argv)
