@@ -104,6 +104,7 @@ static void mq_destroy(ppt_state_t *s, ppt_mq_t *mq)
     if (s->mq_last == mq)
         s->mq_last = NULL;
     prt_map_del(&s->mqs, mq->ctx);
+    ppt_mq_fini(mq);
     free(mq);
 }
 

@@ -1,8 +1,18 @@
 /*
- * match.c -- MPI matching: a posted-receive list and an unexpected-message
- * list per context, both in order. An arriving message takes the first posted
+ * match.c -- MPI matching per context: posted receives and unexpected
+ * messages, both in order. An arriving message takes the first posted
  * receive it matches; a new receive takes the first unexpected message it
  * matches. Frames from one sender arrive in order, so non-overtaking holds.
+ *
+ * Both are binned by source rank (a hash map, bins made on first use): a
+ * receive from rank 3 looks only at rank 3's unexpected messages, and a
+ * message from rank 3 only at receives naming rank 3 and at the
+ * PLAIT_ANY_SOURCE ones, taking whichever was posted first (post_seq).
+ * A PLAIT_ANY_SOURCE receive walks the context's whole unexpected list,
+ * which keeps arrival order across sources. With one list each, a rank
+ * with thousands of messages from one peer unreceived made every receive
+ * from another peer walk past them: 20000 outstanding messages per peer
+ * took 5.5 s where 10000 took 1.4 (black-box test, session 20).
  */
 #include "config.h"
 
@@ -17,36 +27,102 @@ static int match(int want_src, int want_tag, int src, int tag)
            (want_tag == PLAIT_ANY_TAG || want_tag == tag);
 }
 
-void ppt_mq_post(ppt_mq_t *mq, plait_request_t req)
+#define MQ_BINS_INIT 16
+
+/* The bin of source src, made if create; NULL if absent or out of memory. */
+static ppt_bin_t *mq_bin(ppt_mq_t *mq, int src, int create)
 {
-    req->next = NULL;
-    req->prev = mq->posted_tail;
-    if (mq->posted_tail)
-        mq->posted_tail->next = req;
-    else
-        mq->posted_head = req;
-    mq->posted_tail = req;
+    uint64_t key = (uint64_t)(uint32_t)src + 2;
+    ppt_bin_t *b;
+    if (!mq->bins.cap) {
+        if (!create || prt_map_init(&mq->bins, MQ_BINS_INIT) != PLAIT_OK)
+            return NULL;
+    }
+    if ((b = prt_map_get(&mq->bins, key)) != NULL || !create)
+        return b;
+    if (!(b = calloc(1, sizeof *b)))
+        return NULL;
+    if (prt_map_put(&mq->bins, key, b) != PLAIT_OK) {
+        free(b);
+        return NULL;
+    }
+    return b;
 }
 
-void ppt_mq_unpost(ppt_mq_t *mq, plait_request_t req)
+void ppt_mq_fini(ppt_mq_t *mq)
+{
+    for (size_t i = 0; i < mq->bins.cap; i++)
+        if (mq->bins.keys[i] > 1)
+            free(mq->bins.vals[i]);
+    if (mq->bins.cap)
+        prt_map_fini(&mq->bins);
+}
+
+static void req_link(plait_request_t *head, plait_request_t *tail, plait_request_t req)
+{
+    req->next = NULL;
+    req->prev = *tail;
+    if (*tail)
+        (*tail)->next = req;
+    else
+        *head = req;
+    *tail = req;
+}
+
+static void req_unlink(plait_request_t *head, plait_request_t *tail, plait_request_t req)
 {
     if (req->prev)
         req->prev->next = req->next;
     else
-        mq->posted_head = req->next;
+        *head = req->next;
     if (req->next)
         req->next->prev = req->prev;
     else
-        mq->posted_tail = req->prev;
+        *tail = req->prev;
     req->prev = req->next = NULL;
+}
+
+int ppt_mq_post(ppt_mq_t *mq, plait_request_t req)
+{
+    ppt_bin_t *b = NULL;
+    if (req->peer != PLAIT_ANY_SOURCE && !(b = mq_bin(mq, req->peer, 1)))
+        return prt_err(PLAIT_ERR_NOMEM, "no memory to post a receive");
+    req->post_seq = ++mq->post_seq;
+    if (b)
+        req_link(&b->posted_head, &b->posted_tail, req);
+    else
+        req_link(&mq->any_head, &mq->any_tail, req);
+    return PLAIT_OK;
+}
+
+void ppt_mq_unpost(ppt_mq_t *mq, plait_request_t req)
+{
+    ppt_bin_t *b;
+    if (!req->post_seq)
+        return;             /* not posted (matched already) */
+    req->post_seq = 0;
+    if (req->peer == PLAIT_ANY_SOURCE)
+        req_unlink(&mq->any_head, &mq->any_tail, req);
+    else if ((b = mq_bin(mq, req->peer, 0)) != NULL)
+        req_unlink(&b->posted_head, &b->posted_tail, req);
+}
+
+static plait_request_t first_posted(plait_request_t r, int src, int tag)
+{
+    for (; r; r = r->next)
+        if (match(r->peer, r->tag, src, tag))
+            return r;
+    return NULL;
 }
 
 plait_request_t ppt_mq_find_posted(ppt_mq_t *mq, int src, int tag)
 {
-    for (plait_request_t r = mq->posted_head; r; r = r->next)
-        if (match(r->peer, r->tag, src, tag))
-            return r;
-    return NULL;
+    ppt_bin_t *b = mq_bin(mq, src, 0);
+    plait_request_t r = b ? first_posted(b->posted_head, src, tag) : NULL;
+    plait_request_t w = first_posted(mq->any_head, src, tag);
+    if (!r || (w && w->post_seq < r->post_seq))
+        return w;
+    return r;
 }
 
 plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag)
@@ -59,6 +135,7 @@ plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag)
 
 void ppt_mq_del_unexp(ppt_mq_t *mq, ppt_umsg_t *u)
 {
+    ppt_bin_t *b = mq_bin(mq, u->src, 0);
     if (u->prev)
         u->prev->next = u->next;
     else
@@ -67,21 +144,39 @@ void ppt_mq_del_unexp(ppt_mq_t *mq, ppt_umsg_t *u)
         u->next->prev = u->prev;
     else
         mq->unexp_tail = u->prev;
+    if (!b)
+        return;
+    if (u->sprev)
+        u->sprev->snext = u->snext;
+    else
+        b->unexp_head = u->snext;
+    if (u->snext)
+        u->snext->sprev = u->sprev;
+    else
+        b->unexp_tail = u->sprev;
 }
 
 ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag)
 {
-    for (ppt_umsg_t *u = mq->unexp_head; u; u = u->next) {
-        if (match(src, tag, u->src, u->tag)) {
-            ppt_mq_del_unexp(mq, u);
-            return u;
-        }
+    ppt_umsg_t *u;
+    if (src == PLAIT_ANY_SOURCE) {
+        for (u = mq->unexp_head; u && !match(src, tag, u->src, u->tag); u = u->next)
+            ;
+    } else {
+        ppt_bin_t *b = mq_bin(mq, src, 0);
+        for (u = b ? b->unexp_head : NULL; u && !match(src, tag, u->src, u->tag); u = u->snext)
+            ;
     }
-    return NULL;
+    if (u)
+        ppt_mq_del_unexp(mq, u);
+    return u;
 }
 
-void ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u)
+int ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u)
 {
+    ppt_bin_t *b = mq_bin(mq, u->src, 1);
+    if (!b)
+        return prt_err(PLAIT_ERR_NOMEM, "no memory to queue an unexpected message");
     u->next = NULL;
     u->prev = mq->unexp_tail;
     if (mq->unexp_tail)
@@ -89,6 +184,14 @@ void ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u)
     else
         mq->unexp_head = u;
     mq->unexp_tail = u;
+    u->snext = NULL;
+    u->sprev = b->unexp_tail;
+    if (b->unexp_tail)
+        b->unexp_tail->snext = u;
+    else
+        b->unexp_head = u;
+    b->unexp_tail = u;
+    return PLAIT_OK;
 }
 
 /* Unexpected eager messages come and go at the pace of the traffic (a bcast

@@ -93,6 +93,7 @@ struct plait_request {
     int              zc_streamed;   /* send: every DATA frame handed over (or refused) */
     int              zc_rc;         /* send: the stream's result (a transport failure wins) */
     struct plait_request *prev, *next;   /* posted-receive list or active-collective list */
+    uint64_t         post_seq;      /* recv: its posting order while posted, else 0 */
     /* collectives: progressed by ppt_progress_locked until done */
     int            (*progress)(struct plait_request *req);
     void           (*destroy)(struct plait_request *req);
@@ -109,7 +110,8 @@ struct plait_request {
 /* ------------------------------------------------------- matching queues */
 
 typedef struct ppt_umsg {
-    struct ppt_umsg *prev, *next;
+    struct ppt_umsg *prev, *next;   /* the context's unexpected list, arrival order */
+    struct ppt_umsg *sprev, *snext; /* its source's bin (match.c) */
     int              type;          /* PPT_EAGER or PPT_RTS */
     int              src, tag, world;
     size_t           len;
@@ -122,10 +124,20 @@ typedef struct ppt_umsg {
     int              head_in;       /* RTS: the HEAD arrived: data holds it */
 } ppt_umsg_t;
 
+/* Matching queues of one context (match.c): receives and unexpected
+ * messages binned by source rank, so a receive from one rank never walks
+ * past the backlog of another. */
+typedef struct {
+    plait_request_t posted_head, posted_tail;   /* receives from this source */
+    ppt_umsg_t     *unexp_head, *unexp_tail;    /* its unexpected messages */
+} ppt_bin_t;
+
 struct ppt_mq {
-    uint64_t      ctx;
-    plait_request_t posted_head, posted_tail;
-    ppt_umsg_t   *unexp_head, *unexp_tail;
+    uint64_t        ctx;
+    plait_request_t any_head, any_tail;         /* PLAIT_ANY_SOURCE receives */
+    ppt_umsg_t     *unexp_head, *unexp_tail;    /* every unexpected message, arrival order */
+    prt_map_t       bins;                       /* source + 2 -> ppt_bin_t */
+    uint64_t        post_seq;                   /* receives posted so far */
 };
 
 /* ---------------------------------------------------------- communicators */
@@ -254,14 +266,15 @@ int  ppt_peer_alive(ppt_state_t *s, int world);
 int  ppt_quiesce_locked(ppt_state_t *s, double timeout_s);
 
 /* match.c */
-void ppt_mq_post(ppt_mq_t *mq, plait_request_t req);
+int  ppt_mq_post(ppt_mq_t *mq, plait_request_t req);
 void ppt_mq_unpost(ppt_mq_t *mq, plait_request_t req);
 plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag);
 /* The receive ppt_mq_match_posted would take, left posted. */
 plait_request_t ppt_mq_find_posted(ppt_mq_t *mq, int src, int tag);
 ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag);
 void ppt_mq_del_unexp(ppt_mq_t *mq, ppt_umsg_t *u);
-void ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u);
+int  ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u);
+void ppt_mq_fini(ppt_mq_t *mq);
 /* An unexpected-message record, cleared, with room for len bytes of
  * payload in data (len 0: data NULL), or NULL; ppt_umsg_put gives it back
  * (kept for reuse, a few), ppt_umsg_drain frees the kept ones. */

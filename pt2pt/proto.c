@@ -580,7 +580,11 @@ static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
         if (h->len)
             memcpy(u->data, payload, h->len);
     }
-    ppt_mq_add_unexp(mq, u);
+    if (ppt_mq_add_unexp(mq, u) != PLAIT_OK) {
+        ppt_umsg_put(s, u);
+        return prt_err(PLAIT_ERR_NOMEM, "no memory to queue an unexpected message from rank %d",
+                       world);
+    }
     return PLAIT_OK;
 }
 
@@ -595,17 +599,19 @@ static void rx_rts(ppt_state_t *s, int world, const ppt_hdr_t *h)
         rndv_start(s, r, world, h->src, h->tag, h->len, h->sid, h->aux, h->head, NULL);
         return;
     }
-    if (!mq || !(u = umsg_new(s, h, world, 0))) {
+    if (!mq || !(u = umsg_new(s, h, world, 0)) || ppt_mq_add_unexp(mq, u) != PLAIT_OK) {
+        if (mq && u)
+            ppt_umsg_put(s, u);
         prt_log(PRT_LOG_ERROR, "no memory for a message announcement from rank %d", world);
         return;
     }
-    ppt_mq_add_unexp(mq, u);
 }
 
-/* The unexpected RTS from world with sender id sid, or NULL. */
+/* The unexpected RTS from world with sender id sid, or NULL. From the
+ * newest: a HEAD frame comes right behind its RTS. */
 static ppt_umsg_t *umsg_rts(ppt_mq_t *mq, int world, uint64_t sid)
 {
-    for (ppt_umsg_t *u = mq ? mq->unexp_head : NULL; u; u = u->next)
+    for (ppt_umsg_t *u = mq ? mq->unexp_tail : NULL; u; u = u->prev)
         if (u->type == PPT_RTS && u->world == world && u->sid == sid)
             return u;
     return NULL;
@@ -919,8 +925,13 @@ int ppt_irecv_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, void *buf,
     *out = r;
     u = ppt_mq_match_unexp(mq, src, tag);
     if (!u) {
-        ppt_mq_post(mq, r);
-        return PLAIT_OK;
+        int rc = ppt_mq_post(mq, r), heap = !r->on_stack;
+        if (rc != PLAIT_OK) {
+            ppt_req_free(r);
+            if (heap)
+                *out = NULL;
+        }
+        return rc;
     }
     if (u->type == PPT_EAGER)
         recv_copy(s, r, u->src, u->tag, u->data, u->len);

@@ -256,14 +256,17 @@ static int cfg_check_limits(const prt_config_t *c)
     return PLAIT_OK;
 }
 
-/* Parses every setting from the environment (or its default) into c. */
+/* Parses every setting from the environment (or its default) into c. A
+ * variable set to the empty string counts as unset (`PLAIT_TRANSPORT= prog`
+ * runs with the default, as shells and most tools read it). */
 int prt_cfg_load(prt_config_t *c)
 {
     memset(c, 0, sizeof *c);
     for (size_t i = 0; i < PRT_CFG_COUNT; i++) {
         const prt_cfg_entry_t *e = &prt_cfg_entries[i];
         const char *text = getenv(e->name);
-        PRT_CHECK(prt_cfg_parse(e, text ? text : e->defval, (char *)c + e->offset, e->size));
+        PRT_CHECK(prt_cfg_parse(e, text && *text ? text : e->defval, (char *)c + e->offset,
+                                e->size));
     }
     return cfg_check_limits(c);
 }

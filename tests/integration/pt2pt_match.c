@@ -16,7 +16,9 @@
  *   D  send/isend and recv/irecv mixed, receives posted both before and after
  *      the matching sends;
  *   E  the same tags on world and two dup'ed communicators never match across
- *      communicators.
+ *      communicators;
+ *   F  named-source and ANY_SOURCE receives interleaved (they are queued
+ *      apart: the earliest posted must still win), pre-posted and late.
  */
 #include "common.h"
 
@@ -408,6 +410,69 @@ static void phase_e(void)
     CHECK(comms[1] == NULL && comms[2] == NULL, "comm_free did not set the handle to NULL");
 }
 
+/*
+ * F: receives naming the source and PLAIT_ANY_SOURCE ones interleaved, for
+ * messages of one sender (the last rank) to rank 0, pre-posted (pre = 1:
+ * each arriving message takes the earliest posted eligible receive, whichever
+ * queue holds it) or posted after every message arrived (pre = 0: each
+ * receive takes the earliest eligible message). Receive j's source is the
+ * sender or any, its tag message j's or any, so in both orders receive j
+ * must get message j exactly (the payload says which it got).
+ */
+static void phase_f_run(int pre, int n)
+{
+    int sender = size - 1, *got = t_malloc(sizeof(int) * (size_t)n);
+    plait_request_t *rq = t_malloc(sizeof(plait_request_t) * (size_t)n);
+    t_rng_t r;
+    t_rng_init(&r, t_seed ^ (0xF0F0u + (uint64_t)pre));
+    int *tag = t_malloc(sizeof(int) * (size_t)n), *any_src = t_malloc(sizeof(int) * (size_t)n),
+        *any_tag = t_malloc(sizeof(int) * (size_t)n);
+    for (int j = 0; j < n; j++) {   /* the same draws on every rank */
+        tag[j] = tags[t_rng_below(&r, NTAGS)];
+        any_src[j] = (int)t_rng_below(&r, 2);
+        any_tag[j] = t_rng_below(&r, 4) == 0;
+    }
+    if (rank == 0 && !pre)
+        CHECK_RC(plait_barrier(plait_comm_world()));   /* the sender has sent */
+    if (rank == 0) {
+        for (int j = 0; j < n; j++) {
+            got[j] = -1;
+            CHECK_RC(plait_irecv(&got[j], 1, PLAIT_INT32, any_src[j] ? PLAIT_ANY_SOURCE : sender,
+                                 any_tag[j] ? PLAIT_ANY_TAG : tag[j], plait_comm_world(), &rq[j]));
+        }
+        if (pre)
+            CHECK_RC(plait_barrier(plait_comm_world()));
+        for (int j = 0; j < n; j++) {
+            plait_status_t st;
+            CHECK_RC(plait_wait(&rq[j], &st));
+            CHECK(got[j] == j && st.source == sender && st.tag == tag[j],
+                  "%s receive %d (source %s, tag %s) got message %d from %d tag %d",
+                  pre ? "pre-posted" : "late", j, any_src[j] ? "any" : "named",
+                  any_tag[j] ? "any" : "named", got[j], st.source, st.tag);
+        }
+    } else {
+        if (pre)
+            CHECK_RC(plait_barrier(plait_comm_world()));
+        if (rank == sender)
+            for (int j = 0; j < n; j++)
+                CHECK_RC(plait_send(&j, 1, PLAIT_INT32, 0, tag[j], plait_comm_world()));
+        if (!pre)
+            CHECK_RC(plait_barrier(plait_comm_world()));
+    }
+    free(got); free(rq); free(tag); free(any_src); free(any_tag);
+}
+
+static void phase_f(void)
+{
+    if (size < 2)
+        return;
+    t_case = "F: named-source and any-source receives interleaved, pre-posted";
+    phase_f_run(1, 4 * M);
+    CHECK_RC(plait_barrier(plait_comm_world()));
+    t_case = "F: named-source and any-source receives interleaved, posted late";
+    phase_f_run(0, 4 * M);
+}
+
 int main(void)
 {
     t_init(&rank, &size);
@@ -424,6 +489,8 @@ int main(void)
     phase_d();
     CHECK_RC(plait_barrier(plait_comm_world()));
     phase_e();
+    CHECK_RC(plait_barrier(plait_comm_world()));
+    phase_f();
     CHECK_RC(plait_barrier(plait_comm_world()));
     if (rank == 0) printf("pt2pt_match: %d ranks, %d messages per pair and phase: all matched\n", size, M);
     t_finalize();

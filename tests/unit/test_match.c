@@ -75,13 +75,25 @@ int main(void)
     TAP_OK(ppt_mq_match_posted(&mq, 2, 5) == NULL, "no receive for (2,5)");
     TAP_OK(ppt_mq_match_posted(&mq, 1, 99) == &reqs[2], "any-tag receive takes (1,99)");
     TAP_OK(ppt_mq_match_posted(&mq, 2, 7) == &reqs[3], "(2,7)");
-    TAP_OK(mq.posted_head == NULL && mq.posted_tail == NULL, "posted list empty");
+    TAP_OK(ppt_mq_find_posted(&mq, 1, 5) == NULL && ppt_mq_find_posted(&mq, 2, 7) == NULL &&
+           mq.any_head == NULL, "nothing left posted");
     post(&mq, 4, 3, 1);
     post(&mq, 5, 3, 2);
     ppt_mq_unpost(&mq, &reqs[4]);
-    TAP_OK(mq.posted_head == &reqs[5] && ppt_mq_match_posted(&mq, 3, 1) == NULL,
+    ppt_mq_unpost(&mq, &reqs[4]);   /* twice: the second is a no-op */
+    TAP_OK(ppt_mq_match_posted(&mq, 3, 1) == NULL && ppt_mq_find_posted(&mq, 3, 2) == &reqs[5],
            "a withdrawn receive no longer matches");
     ppt_mq_unpost(&mq, &reqs[5]);
+    /* the source's queue and the any-source queue: the earlier posted wins
+     * either way round */
+    post(&mq, 6, PLAIT_ANY_SOURCE, PLAIT_ANY_TAG);
+    post(&mq, 7, 4, 9);
+    TAP_OK(ppt_mq_match_posted(&mq, 4, 9) == &reqs[6] &&
+           ppt_mq_match_posted(&mq, 4, 9) == &reqs[7], "any-source posted first, then named");
+    post(&mq, 7, 4, 9);
+    post(&mq, 6, PLAIT_ANY_SOURCE, PLAIT_ANY_TAG);
+    TAP_OK(ppt_mq_match_posted(&mq, 4, 9) == &reqs[7] &&
+           ppt_mq_match_posted(&mq, 4, 9) == &reqs[6], "named posted first, then any-source");
     /* unexpected: (1,5,a) (2,5,b) (1,6,c) */
     unexp(&mq, 1, 5, 10);
     unexp(&mq, 2, 5, 20);
@@ -97,6 +109,19 @@ int main(void)
     TAP_OK(u && u->len == 20 && mq.unexp_head == NULL && mq.unexp_tail == NULL,
            "full wildcard takes the last one, list empty");
     free(u);
+    /* a backlog from one source is not in the way of another's */
+    for (int i = 0; i < 1000; i++)
+        unexp(&mq, 1, 5, 100 + (size_t)i);
+    unexp(&mq, 2, 5, 7);
+    u = ppt_mq_match_unexp(&mq, 2, 5);
+    TAP_OK(u && u->len == 7, "(2,5) behind 1000 messages from rank 1");
+    free(u);
+    u = ppt_mq_match_unexp(&mq, 1, 5);
+    TAP_OK(u && u->len == 100, "rank 1's backlog in arrival order");
+    free(u);
+    while ((u = ppt_mq_match_unexp(&mq, PLAIT_ANY_SOURCE, PLAIT_ANY_TAG)) != NULL)
+        free(u);
+    ppt_mq_fini(&mq);
     umsg_keep();
     return tap_done();
 }
