@@ -34,23 +34,28 @@ static ppt_bin_t *mq_bin(ppt_mq_t *mq, int src, int create)
 {
     uint64_t key = (uint64_t)(uint32_t)src + 2;
     ppt_bin_t *b;
+    if (mq->last_bin && mq->last_src == src)
+        return mq->last_bin;
     if (!mq->bins.cap) {
         if (!create || prt_map_init(&mq->bins, MQ_BINS_INIT) != PLAIT_OK)
             return NULL;
     }
-    if ((b = prt_map_get(&mq->bins, key)) != NULL || !create)
-        return b;
-    if (!(b = calloc(1, sizeof *b)))
-        return NULL;
-    if (prt_map_put(&mq->bins, key, b) != PLAIT_OK) {
-        free(b);
-        return NULL;
+    if ((b = prt_map_get(&mq->bins, key)) == NULL) {
+        if (!create || !(b = calloc(1, sizeof *b)))
+            return NULL;
+        if (prt_map_put(&mq->bins, key, b) != PLAIT_OK) {
+            free(b);
+            return NULL;
+        }
     }
+    mq->last_bin = b;
+    mq->last_src = src;
     return b;
 }
 
 void ppt_mq_fini(ppt_mq_t *mq)
 {
+    mq->last_bin = NULL;
     for (size_t i = 0; i < mq->bins.cap; i++)
         if (mq->bins.keys[i] > 1)
             free(mq->bins.vals[i]);
@@ -88,6 +93,7 @@ int ppt_mq_post(ppt_mq_t *mq, plait_request_t req)
     if (req->peer != PLAIT_ANY_SOURCE && !(b = mq_bin(mq, req->peer, 1)))
         return prt_err(PLAIT_ERR_NOMEM, "no memory to post a receive");
     req->post_seq = ++mq->post_seq;
+    req->bin = b;
     if (b)
         req_link(&b->posted_head, &b->posted_tail, req);
     else
@@ -97,14 +103,15 @@ int ppt_mq_post(ppt_mq_t *mq, plait_request_t req)
 
 void ppt_mq_unpost(ppt_mq_t *mq, plait_request_t req)
 {
-    ppt_bin_t *b;
+    ppt_bin_t *b = req->bin;
     if (!req->post_seq)
         return;             /* not posted (matched already) */
     req->post_seq = 0;
-    if (req->peer == PLAIT_ANY_SOURCE)
-        req_unlink(&mq->any_head, &mq->any_tail, req);
-    else if ((b = mq_bin(mq, req->peer, 0)) != NULL)
+    req->bin = NULL;
+    if (b)
         req_unlink(&b->posted_head, &b->posted_tail, req);
+    else
+        req_unlink(&mq->any_head, &mq->any_tail, req);
 }
 
 static plait_request_t first_posted(plait_request_t r, int src, int tag)

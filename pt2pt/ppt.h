@@ -94,6 +94,7 @@ struct plait_request {
     int              zc_rc;         /* send: the stream's result (a transport failure wins) */
     struct plait_request *prev, *next;   /* posted-receive list or active-collective list */
     uint64_t         post_seq;      /* recv: its posting order while posted, else 0 */
+    struct ppt_bin  *bin;           /* recv, posted: its source's queue (NULL: any source) */
     /* collectives: progressed by ppt_progress_locked until done */
     int            (*progress)(struct plait_request *req);
     void           (*destroy)(struct plait_request *req);
@@ -127,7 +128,7 @@ typedef struct ppt_umsg {
 /* Matching queues of one context (match.c): receives and unexpected
  * messages binned by source rank, so a receive from one rank never walks
  * past the backlog of another. */
-typedef struct {
+typedef struct ppt_bin {
     plait_request_t posted_head, posted_tail;   /* receives from this source */
     ppt_umsg_t     *unexp_head, *unexp_tail;    /* its unexpected messages */
 } ppt_bin_t;
@@ -137,6 +138,8 @@ struct ppt_mq {
     plait_request_t any_head, any_tail;         /* PLAIT_ANY_SOURCE receives */
     ppt_umsg_t     *unexp_head, *unexp_tail;    /* every unexpected message, arrival order */
     prt_map_t       bins;                       /* source + 2 -> ppt_bin_t */
+    ppt_bin_t      *last_bin;                   /* the last one looked up (most traffic */
+    int             last_src;                   /* comes from the same source), or NULL */
     uint64_t        post_seq;                   /* receives posted so far */
 };
 
