@@ -140,27 +140,41 @@ plait_request_t ppt_mq_match_posted(ppt_mq_t *mq, int src, int tag)
     return r;
 }
 
+/* A message sits in two lists: the context's (next / prev, arrival order)
+ * and its source's (snext / sprev); bin selects which links to use. */
+static ppt_umsg_t **umsg_next(ppt_umsg_t *u, int bin) { return bin ? &u->snext : &u->next; }
+static ppt_umsg_t **umsg_prev(ppt_umsg_t *u, int bin) { return bin ? &u->sprev : &u->prev; }
+
+static void umsg_link(ppt_umsg_t **head, ppt_umsg_t **tail, ppt_umsg_t *u, int bin)
+{
+    *umsg_next(u, bin) = NULL;
+    *umsg_prev(u, bin) = *tail;
+    if (*tail)
+        *umsg_next(*tail, bin) = u;
+    else
+        *head = u;
+    *tail = u;
+}
+
+static void umsg_unlink(ppt_umsg_t **head, ppt_umsg_t **tail, ppt_umsg_t *u, int bin)
+{
+    ppt_umsg_t *next = *umsg_next(u, bin), *prev = *umsg_prev(u, bin);
+    if (prev)
+        *umsg_next(prev, bin) = next;
+    else
+        *head = next;
+    if (next)
+        *umsg_prev(next, bin) = prev;
+    else
+        *tail = prev;
+}
+
 void ppt_mq_del_unexp(ppt_mq_t *mq, ppt_umsg_t *u)
 {
     ppt_bin_t *b = mq_bin(mq, u->src, 0);
-    if (u->prev)
-        u->prev->next = u->next;
-    else
-        mq->unexp_head = u->next;
-    if (u->next)
-        u->next->prev = u->prev;
-    else
-        mq->unexp_tail = u->prev;
-    if (!b)
-        return;
-    if (u->sprev)
-        u->sprev->snext = u->snext;
-    else
-        b->unexp_head = u->snext;
-    if (u->snext)
-        u->snext->sprev = u->sprev;
-    else
-        b->unexp_tail = u->sprev;
+    umsg_unlink(&mq->unexp_head, &mq->unexp_tail, u, 0);
+    if (b)
+        umsg_unlink(&b->unexp_head, &b->unexp_tail, u, 1);
 }
 
 ppt_umsg_t *ppt_mq_match_unexp(ppt_mq_t *mq, int src, int tag)
@@ -184,20 +198,8 @@ int ppt_mq_add_unexp(ppt_mq_t *mq, ppt_umsg_t *u)
     ppt_bin_t *b = mq_bin(mq, u->src, 1);
     if (!b)
         return prt_err(PLAIT_ERR_NOMEM, "no memory to queue an unexpected message");
-    u->next = NULL;
-    u->prev = mq->unexp_tail;
-    if (mq->unexp_tail)
-        mq->unexp_tail->next = u;
-    else
-        mq->unexp_head = u;
-    mq->unexp_tail = u;
-    u->snext = NULL;
-    u->sprev = b->unexp_tail;
-    if (b->unexp_tail)
-        b->unexp_tail->snext = u;
-    else
-        b->unexp_head = u;
-    b->unexp_tail = u;
+    umsg_link(&mq->unexp_head, &mq->unexp_tail, u, 0);
+    umsg_link(&b->unexp_head, &b->unexp_tail, u, 1);
     return PLAIT_OK;
 }
 
