@@ -602,9 +602,13 @@ static int shm_coop_work(ptl_tl_t *tl, int peer, uint64_t handle, int owner)
     return atomic_load_explicit(&d->done, memory_order_acquire) == d->len;
 }
 
+static int shm_exited(shm_peer_t *p);
+
 /* Frees the descriptor. After a failure or a cancel, no new chunk may be
  * claimed and a chunk the sender is copying must finish before the buffer
- * goes back to the caller: wait for it (bounded; a stuck sender leaks the slot). */
+ * goes back to the caller: wait for it (bounded; a stuck sender leaks the
+ * slot, a sender that died copies nothing more: its slot is left as it is,
+ * quietly, the failure being reported already). */
 static void shm_coop_close(ptl_tl_t *tl, int peer, uint64_t handle)
 {
     shm_t *s = shm_of(tl);
@@ -615,11 +619,13 @@ static void shm_coop_close(ptl_tl_t *tl, int peer, uint64_t handle)
     uint64_t claimed = (v & 0xffffffffu) < d->nchunks ? (v & 0xffffffffu) : d->nchunks;
     uint64_t want = claimed * SHM_COOP_CHUNK < d->len ? claimed * SHM_COOP_CHUNK : d->len;
     uint64_t until = prt_now_ns() + 1000000000ull;
-    while (atomic_load(&d->done) < want && !atomic_load(&d->redo) && prt_now_ns() < until)
+    int gone = 0;
+    while (atomic_load(&d->done) < want && !atomic_load(&d->redo) && prt_now_ns() < until &&
+           !(gone = shm_exited(p)))
         sched_yield();
     if (atomic_load(&d->done) < want && !atomic_load(&d->redo)) {
-        prt_log(PRT_LOG_WARN, "rank %d never finished its part of a copy: descriptor leaked",
-                p->world);
+        prt_log(gone ? PRT_LOG_DEBUG : PRT_LOG_WARN, "rank %d %s its part of a copy: "
+                "descriptor left unused", p->world, gone ? "exited during" : "never finished");
         return;
     }
     atomic_store_explicit(&d->gen, gen + 1, memory_order_release);
