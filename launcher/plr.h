@@ -166,6 +166,8 @@ void plr_signals_block(bool block);
 int  plr_proc_spawn(plr_job_t *job, int rank);
 void plr_proc_reap(plr_job_t *job);
 void plr_proc_check_unjoined(plr_job_t *job);
+#define PLR_UNJOINED_TEXT "exited without joining the job (it never called plait_init), " \
+                          "so the ranks that did would wait for it for ever"
 void plr_proc_signal_all(plr_job_t *job, int sig);
 void plr_proc_on_signal(plr_job_t *job, int sig);
 void plr_job_fail(plr_job_t *job, int code, const char *fmt, ...)
@@ -191,6 +193,9 @@ int  plr_daemon_main(int argc, char **argv);
 void plr_head_signal(plr_job_t *job, int sig);
 void plr_head_reap(plr_job_t *job);
 void plr_daemon_report_exit(plr_job_t *job, plr_rank_t *rk);
+/* Tells the head when this daemon's ranks change between "one exited
+ * without joining" and "joined ones wait" (plr_proc_check_unjoined). */
+void plr_daemon_report_join(plr_job_t *job, const plr_rank_t *unjoined, bool waiting);
 void plr_daemon_fail(plr_job_t *job, int code, const char *text);
 void plr_daemon_event(plr_job_t *job, plr_event_t *ev);   /* takes ev */
 int  plr_rank_index(plr_job_t *job, int rank);     /* index in job->ranks, -1 if not here */

@@ -70,6 +70,8 @@ typedef struct plr_daemon {
     plr_dreq_t  *reqs;
     int         watchdog;          /* write end: rank pids, 0 for "clean exit" */
     bool        ended, abandoned;
+    uint32_t    join_who;          /* last reported to the head (plr_daemon_report_join) */
+    bool        join_waiting;
     int         slot_kind[2 + PLR_DMAX_PENDING + 4096], slot_idx[2 + PLR_DMAX_PENDING + 4096];
 } plr_daemon_t;
 
@@ -115,6 +117,23 @@ void plr_daemon_report_exit(plr_job_t *job, plr_rank_t *rk)
     uint32_t be = htonl((uint32_t)rk->rank);
     rk->reported = true;
     plr_d_up(job, PLR_MSG_EXIT, &be, 4);
+}
+
+void plr_daemon_report_join(plr_job_t *job, const plr_rank_t *unjoined, bool waiting)
+{
+    plr_daemon_t *d = plr_d(job);
+    uint32_t who = unjoined ? (uint32_t)unjoined->rank + 1 : 0;
+    plr_pack_t b = { 0 };
+    if (who == d->join_who && waiting == d->join_waiting)
+        return;                        /* said already */
+    d->join_who = who;
+    d->join_waiting = waiting;
+    plr_put_u32(&b, who);
+    plr_put_u32(&b, unjoined ? (uint32_t)unjoined->pid : 0);
+    plr_put_u32(&b, waiting ? 1 : 0);
+    if (!b.bad)
+        plr_d_up(job, PLR_MSG_JOINSTATE, b.p, b.len);
+    free(b.p);
 }
 
 /* Along the tree: to a child whose subtree holds dest, else up. */

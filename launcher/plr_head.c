@@ -63,6 +63,11 @@ typedef struct plr_head {
     double      launch_timeout;
     plr_pack_t  jobmsg;
     plr_hfence_t *fences;
+    /* per node, as its daemon last said (PLR_MSG_JOINSTATE): a rank that
+     * exited without joining (rank + 1, 0: none) and its pid; whether
+     * joined ranks wait there */
+    uint32_t   *join_who, *join_pid;
+    bool       *join_waiting;
     char        exe[PATH_MAX];
     /* what each poll slot is: 0 listen, 1 pending, 2 child; index */
     int         slot_kind[PLR_MAX_LISTEN + PLR_MAX_PENDING + 4096];
@@ -405,6 +410,29 @@ static void plr_head_fence_up(plr_job_t *job, uint32_t seq, const char *blob, si
 /* ------------------------------------------------------------ messages */
 
 /* "plaitrun: text" from a daemon becomes "plaitrun: host H: text". */
+/* A rank that exited without joining on one host while joined ranks wait
+ * on another: the job can never get past plait_init (each daemon catches
+ * the case among its own ranks, plr_proc_check_unjoined). */
+static void plr_head_join_state(plr_job_t *job, int node, plr_unpack_t *u)
+{
+    plr_head_t *hd = plr_head_of(job);
+    uint32_t who = plr_get_u32(u), pid = plr_get_u32(u), waiting = plr_get_u32(u);
+    int gone = -1, wait = 0;
+    if (u->bad || !hd->join_who || who > (uint32_t)job->size)
+        return;
+    hd->join_who[node] = who;
+    hd->join_pid[node] = pid;
+    hd->join_waiting[node] = waiting != 0;
+    for (int n = 0; n < job->nnodes; n++) {
+        if (hd->join_who[n] && gone < 0)
+            gone = n;
+        wait |= hd->join_waiting[n];
+    }
+    if (gone >= 0 && wait && !job->ending)
+        plr_job_fail(job, 1, PLR_NAME ": host %s: rank %u (pid %u) " PLR_UNJOINED_TEXT,
+                     job->node_names[gone], hd->join_who[gone] - 1, hd->join_pid[gone]);
+}
+
 static void plr_head_daemon_fail(plr_job_t *job, int node, int code, const char *text)
 {
     const char *p = strncmp(text, PLR_NAME ": ", strlen(PLR_NAME) + 2) == 0
@@ -458,6 +486,9 @@ static void plr_head_message(plr_job_t *job, int from, const plr_msg_hdr_t *h, c
                             job->opts.tag_output);
         break;
     }
+    case PLR_MSG_JOINSTATE:
+        plr_head_join_state(job, src, &u);
+        break;
     case PLR_MSG_EXIT: {
         uint32_t rank = plr_get_u32(&u);
         if (!u.bad && rank < (uint32_t)job->size)
@@ -677,8 +708,12 @@ static int plr_head_setup(plr_job_t *job, plr_head_t *hd)
     hd->ready = calloc((size_t)nn, sizeof(bool));
     hd->lost = calloc((size_t)nn, sizeof(bool));
     hd->launched = calloc((size_t)nn, sizeof(bool));
+    hd->join_who = calloc((size_t)nn, sizeof(uint32_t));
+    hd->join_pid = calloc((size_t)nn, sizeof(uint32_t));
+    hd->join_waiting = calloc((size_t)nn, sizeof(bool));
     if (!job->node_names || !job->ranks || !hd->node_listen || !hd->child || !hd->agent ||
-        !hd->ready || !hd->lost || !hd->launched)
+        !hd->ready || !hd->lost || !hd->launched || !hd->join_who || !hd->join_pid ||
+        !hd->join_waiting)
         return -1;
     for (int n = 0; n < nn; n++)
         snprintf(job->node_names[n], sizeof(job->node_names[n]), "%s", o->hosts[n].name);
@@ -764,6 +799,9 @@ static void plr_head_free(plr_job_t *job, plr_head_t *hd)
     free(hd->ready);
     free(hd->lost);
     free(hd->launched);
+    free(hd->join_who);
+    free(hd->join_pid);
+    free(hd->join_waiting);
     free(hd);
     free(job->node_names);
     free(job->ranks);

@@ -31,6 +31,7 @@ void plr_loop_events(plr_job_t *job)
                 plr_proc_check_unjoined(job);
             } else if (ev->type == PLR_EV_FINALIZED) {
                 rk->finalized = true;
+                plr_proc_check_unjoined(job);   /* it no longer waits */
             } else {
                 int code = ev->code & 0xff;
                 plr_job_fail(job, code ? code : 1, PLR_NAME ": rank %d called plait_abort(%d): %s",

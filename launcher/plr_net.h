@@ -39,6 +39,8 @@ typedef enum {
     PLR_MSG_FENCE_DOWN,  /* head -> all: fence number, every blob */
     PLR_MSG_DMDX_REQ,    /* daemon -> daemon of rank: request id, rank */
     PLR_MSG_DMDX_RESP,   /* back: request id, status, blob */
+    PLR_MSG_JOINSTATE,   /* daemon -> head: a rank that exited without joining (rank + 1,
+                          * 0: none) and its pid; whether joined ranks wait (0/1) */
 } plr_msg_type_t;
 
 typedef struct plr_msg_hdr {

@@ -160,8 +160,9 @@ static void plr_proc_judge(plr_job_t *job, plr_rank_t *rk)
 /* A rank that exited with status 0 without joining the job (it never
  * called plait_init) while other ranks joined it: those wait for it in
  * plait_init's fence for ever (a job whose ranks never join, plain
- * programs, is fine). Checked when a rank exits and when one joins. Ranks
- * of this process only: across hosts the others' daemons do not say. */
+ * programs, is fine). Checked when a rank exits and when one joins, over
+ * this process's ranks; a daemon also reports both halves to the head,
+ * which checks them across hosts (plr_head_join_state). */
 void plr_proc_check_unjoined(plr_job_t *job)
 {
     const plr_rank_t *gone = NULL;
@@ -176,9 +177,10 @@ void plr_proc_check_unjoined(plr_job_t *job)
             waiting = true;
     }
     if (gone && waiting)
-        plr_job_fail(job, 1, PLR_NAME ": rank %d (pid %d) exited without joining the job (it never "
-                     "called plait_init), so the ranks that did would wait for it for ever",
-                     gone->rank, (int)gone->pid);
+        plr_job_fail(job, 1, PLR_NAME ": rank %d (pid %d) " PLR_UNJOINED_TEXT, gone->rank,
+                     (int)gone->pid);
+    else if (job->mode == PLR_MODE_DAEMON)
+        plr_daemon_report_join(job, gone, waiting);
 }
 
 void plr_proc_reap(plr_job_t *job)
