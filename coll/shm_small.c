@@ -173,13 +173,20 @@ static area_slot_t *area_slot(const pcoll_area_t *A, int rank, uint32_t s)
 
 static char *area_data(area_slot_t *sl) { return (char *)sl + AREA_HDR; }
 
+static void area_unmap(pcoll_area_t *A)
+{
+    if (A->base)
+        munmap(A->base, A->len);
+    A->base = NULL;
+}
+
 static void area_free(void *p)
 {
     pcoll_area_t *A = p;
-    if (A && A->base)
-        munmap(A->base, A->len);
-    if (A)
+    if (A) {
+        area_unmap(A);
         free(A->scratch);
+    }
     free(A);
 }
 
@@ -344,8 +351,12 @@ static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A,
     }
     rc = area_sched_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BCAST, .sbuf = &card,
                            .rbuf = &card, .count = sizeof card, .dt = PLAIT_BYTE}, fn);
-    if (rc != PLAIT_OK)
+    if (rc != PLAIT_OK) {      /* (a peer died, a timeout): leave nothing in /dev/shm */
+        if (comm->rank == 0 && card.ok)
+            shm_unlink(card.name);
+        area_unmap(A);
         return rc;
+    }
     ok = comm->rank == 0 ? card.ok : card.ok && area_attach(A, &card);
     A->direct = pcoll_shm_usable(s, comm);
     if (ok && A->direct && !(A->scratch = malloc(A->slot)))
@@ -358,9 +369,7 @@ static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A,
         A->state = AREA_READY;
         return PLAIT_OK;
     }
-    if (A->base)
-        munmap(A->base, A->len);
-    A->base = NULL;
+    area_unmap(A);
     if (rc == PLAIT_OK)
         prt_log(PRT_LOG_DEBUG, "collective area of communicator 0x%llx: not every rank could map "
                 "it; small collectives use messages", (unsigned long long)comm->ctx);

@@ -90,6 +90,9 @@ typedef struct {
     uint64_t   txpos;
     shm_ring_t rx;           /* the peer's ring inside our segment */
     uint64_t   rxpos;
+    char       name[80];     /* its segment's name: unlinked for it if it died before
+                              * the job's "all mapped" fence and this rank's init
+                              * fails (under mpirun nobody else removes it) */
 } shm_peer_t;
 
 typedef struct {
@@ -290,6 +293,7 @@ static int shm_map_peer(shm_t *s, int li, const shm_card_t *card)
                        card->name, p->world);
     p->tx = shm_ring_at(p->seg, s->me);
     p->rx = shm_ring_at(s->seg, li);
+    snprintf(p->name, sizeof p->name, "%s", card->name);
     return PLAIT_OK;
 }
 
@@ -678,6 +682,9 @@ static void shm_fini(ptl_tl_t *tl)
     shm_t *s = shm_of(tl);
     if (!s)
         return;
+    for (int i = 0; s->linked && s->peers && i < s->nlocal; i++)   /* init failed */
+        if (s->peers[i].name[0] && shm_exited(&s->peers[i]))
+            shm_unlink(s->peers[i].name);
     ptl_shm_unlink(tl);
     for (int i = 0; s->peers && i < s->nlocal; i++) {
         if (s->peers[i].seg)
