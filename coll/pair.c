@@ -71,12 +71,12 @@ enum { PAIR_SEND = 1, PAIR_RECV = 2 };
 /* Sends slen bytes of sbuf to the other rank (PAIR_SEND in what) and
  * receives rlen bytes into rbuf (PAIR_RECV); returns once both are done.
  * Empty messages still go: the peer waits for them. */
-static int pair_xchg(ppt_state_t *s, plait_comm_t comm, const char *fn, int what,
+static int pair_xchg(ppt_state_t *s, plait_comm_t comm, const char *fn, uint32_t sig, int what,
                      const void *sbuf, size_t slen, void *rbuf, size_t rlen)
 {
     struct plait_request sst, rst;
     plait_request_t sr = what & PAIR_SEND ? &sst : NULL, rr = what & PAIR_RECV ? &rst : NULL;
-    int peer = 1 - comm->rank, tag = (int)(comm->coll_seq++ & PLAIT_TAG_MAX), rc = PLAIT_OK;
+    int peer = 1 - comm->rank, tag = pcoll_next_tag(comm, sig), rc = PLAIT_OK;
     /* the receive first: the peer's eager message then finds it posted */
     if (rr && (rc = ppt_irecv_locked(s, comm, comm->cmq, rbuf, rlen, peer, tag, &rr)) != PLAIT_OK)
         rr = NULL;
@@ -124,27 +124,28 @@ int pcoll_pair_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
 {
     _Alignas(64) char tmp[PAIR_SCRATCH];
     int r = comm->rank, p = 1 - r, rc;
+    uint32_t sig = pcoll_call_sig(a);
     size_t b = a->count * a->es;
     const char *S = a->sbuf;
     char *R = a->rbuf;
     switch (a->coll) {
     case PCOLL_BCAST:
-        return r == a->root ? pair_xchg(s, comm, fn, PAIR_SEND, R, b, NULL, 0)
-                            : pair_xchg(s, comm, fn, PAIR_RECV, NULL, 0, R, b);
+        return r == a->root ? pair_xchg(s, comm, fn, sig, PAIR_SEND, R, b, NULL, 0)
+                            : pair_xchg(s, comm, fn, sig, PAIR_RECV, NULL, 0, R, b);
     case PCOLL_ALLREDUCE:
-        rc = pair_xchg(s, comm, fn, PAIR_SEND | PAIR_RECV, S, b, tmp, b);
+        rc = pair_xchg(s, comm, fn, sig, PAIR_SEND | PAIR_RECV, S, b, tmp, b);
         if (rc == PLAIT_OK)
             pair_reduce(comm, a, R, S, tmp, a->count);
         return rc;
     case PCOLL_REDUCE_SCATTER:
-        rc = pair_xchg(s, comm, fn, PAIR_SEND | PAIR_RECV, S + (size_t)p * b, b, tmp, b);
+        rc = pair_xchg(s, comm, fn, sig, PAIR_SEND | PAIR_RECV, S + (size_t)p * b, b, tmp, b);
         if (rc == PLAIT_OK)
             pair_reduce(comm, a, R, S + (size_t)r * b, tmp, a->count);
         return rc;
     case PCOLL_ALLGATHER:
         if (S != R && b)
             memcpy(R + (size_t)r * b, S, b);
-        return pair_xchg(s, comm, fn, PAIR_SEND | PAIR_RECV, R + (size_t)r * b, b,
+        return pair_xchg(s, comm, fn, sig, PAIR_SEND | PAIR_RECV, R + (size_t)r * b, b,
                          R + (size_t)p * b, b);
     case PCOLL_ALLTOALL: {
         const char *out = S + (size_t)p * b;
@@ -154,7 +155,7 @@ int pcoll_pair_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
         } else if (b) {
             memcpy(R + (size_t)r * b, S + (size_t)r * b, b);
         }
-        return pair_xchg(s, comm, fn, PAIR_SEND | PAIR_RECV, out, b, R + (size_t)p * b, b);
+        return pair_xchg(s, comm, fn, sig, PAIR_SEND | PAIR_RECV, out, b, R + (size_t)p * b, b);
     }
     default:
         return PLAIT_ERR_INTERNAL;

@@ -57,6 +57,7 @@ typedef struct pcoll_sched {
     ppt_state_t     *s;
     plait_comm_t     comm;
     int              tag;
+    uint32_t         sig;            /* pcoll_call_sig of a user's call (0: internal) */
     int              err;            /* first failure while building (NOMEM) */
     int              on_stack;       /* storage owned by the caller: free only spills */
     plait_dtype_t    dt;             /* of REDUCE and SCALE steps */
@@ -305,6 +306,9 @@ const char *pcoll_coll_name(int coll);
  * one word the shared-memory paths exchange; pcoll_sig_mismatch is the
  * PLAIT_ERR_ARG naming what rank p passed differently. */
 uint32_t pcoll_call_sig(const pcoll_args_t *a);
+/* The tag of the next collective's messages on comm (counts it): its
+ * number and 7 bits of sig, see util.c. */
+int pcoll_next_tag(plait_comm_t comm, uint32_t sig);
 int pcoll_is_reduction(int coll);          /* reduce, allreduce, reduce_scatter */
 const char *pcoll_dtype_name(plait_dtype_t dt);   /* "PLAIT_FLOAT32" ... */
 const char *pcoll_op_name(plait_op_t op);         /* "PLAIT_SUM" ... */

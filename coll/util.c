@@ -115,3 +115,19 @@ int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine)
                    p, pcoll_op_name((plait_op_t)((theirs >> 16) & 0xffu)),
                    pcoll_op_name((plait_op_t)((mine >> 16) & 0xffu)));
 }
+
+/*
+ * A collective's messages are tagged with the communicator's collective
+ * count (its low 24 bits: a tag recurs after 16M collectives) and 7 bits
+ * hashed from the call's signature. Ranks that passed different datatypes
+ * or operators to a reduction -- which a message schedule cannot otherwise
+ * see: the bytes arrive, the sizes agree -- then send messages the others
+ * never match, and the call times out naming the rank it waits for instead
+ * of returning wrong data (a mismatch goes unseen with probability 1/128).
+ * Internal schedules (sig 0) keep the plain count.
+ */
+int pcoll_next_tag(plait_comm_t comm, uint32_t sig)
+{
+    uint32_t h = sig ? (sig * 0x9E3779B1u) >> 25 : 0;
+    return (int)(h << 24 | (comm->coll_seq++ & 0xffffffu));
+}

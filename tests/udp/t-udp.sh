@@ -148,7 +148,8 @@ if [ -x "$REUSE" ]; then
     timeout -k 5 60 "$PLAITRUN" -n 2 --bind-to none --timeout 50 -x PLAIT_TRANSPORT=udp \
         -x PLAIT_UDP_GIVE_UP=1 -x PLAIT_TIMEOUT=30 "$REUSE" giveup > "$out" 2>&1 < /dev/null
     rc=$?
-    if [ "$rc" != 124 ] && grep -q "stopped rank: PLAIT_ERR_TRANSPORT (udp: rank 1 stopped" "$out"
+    if [ "$rc" != 124 ] &&
+        grep -Eq "stopped rank: PLAIT_ERR_TRANSPORT \((plait_wait: )?udp: rank 1 stopped" "$out"
     then
         pass "$name"
     else
