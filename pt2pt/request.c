@@ -134,6 +134,8 @@ static void wait_describe(plait_request_t r, char *out, size_t len)
     const char *cl = comm_label(r->comm, cb, sizeof cb);
     snprintf(pb, sizeof pb, r->peer == PLAIT_ANY_SOURCE ? "any rank" : "rank %d", r->peer);
     snprintf(tb, sizeof tb, r->tag == PLAIT_ANY_TAG ? "any tag" : "tag %d", r->tag);
+    if (r->comm && r->mq == r->comm->cmq)   /* a collective's own message: its tag says nothing */
+        snprintf(tb, sizeof tb, "of this collective");
     if (r->kind == PPT_REQ_RECV)
         snprintf(out, len, "a message from %s (%s) on communicator %s", pb, tb, cl);
     else if (r->kind == PPT_REQ_SEND)
@@ -197,10 +199,12 @@ int ppt_quiesce_locked(ppt_state_t *s, double timeout_s)
 static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
 {
     char what[512], cause[256];
+    int coll = r->kind == PPT_REQ_COLL || (r->comm && r->mq == r->comm->cmq);
     wait_describe(r, what, sizeof what);
-    if (rc == PLAIT_ERR_TIMEOUT)
-        return prt_err(rc, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for %s", fn, waited,
-                       what);
+    if (rc == PLAIT_ERR_TIMEOUT)   /* mismatched collectives end here too (coll/util.c) */
+        return prt_err(rc, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for %s%s", fn, waited,
+                       what, coll ? "; a rank that passed a different collective, datatype or "
+                                    "operator causes this too" : "");
     snprintf(cause, sizeof cause, "%s", prt_err_text());
     return prt_err(rc, "%s: %s while waiting for %s", fn, cause, what);
 }
