@@ -19,9 +19,9 @@
  *    2. done; rank i copies every other slice from its reducer's result.
  *    3. done (peers have read this rank's result; it may return).
  *  Each element is reduced once, by one rank, in a fixed order, so every rank
- *  holds bitwise the same bytes (and the same as the next call's). Traffic per rank: reads (n-1)/n of the vector
- *  twice, writes nothing remote: the same bytes as a ring, in one copy and no
- *  pipeline of n-1 steps.
+ *  holds bitwise the same bytes (and the same as the next call's). Traffic
+ *  per rank: reads (n-1)/n of the vector twice, writes nothing remote: the
+ *  same bytes as a ring, in one copy and no pipeline of n-1 steps.
  *  reduce_scatter: step 1 with slice = block i; in place the result is copied
  *    to the front of recvbuf after step 2 (peers read block 0 until then).
  *  reduce: step 1, then the root alone reads the slices (pcoll_reduce_shm).

@@ -202,9 +202,9 @@ static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
     int coll = r->kind == PPT_REQ_COLL || (r->comm && r->mq == r->comm->cmq);
     wait_describe(r, what, sizeof what);
     if (rc == PLAIT_ERR_TIMEOUT)   /* mismatched collectives end here too (coll/util.c) */
-        return prt_err(rc, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for %s%s", fn, waited,
-                       what, coll ? "; a rank that passed a different collective, datatype or "
-                                    "operator causes this too" : "");
+        return prt_err(rc, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for %s%s", fn,
+                       waited, what, coll ? "; a rank that passed a different collective, "
+                                            "datatype or operator causes this too" : "");
     snprintf(cause, sizeof cause, "%s", prt_err_text());
     return prt_err(rc, "%s: %s while waiting for %s", fn, cause, what);
 }
