@@ -41,9 +41,11 @@
  * scatter (and non-roots of reduce, gather) run up to D - 1 calls ahead, as
  * eager messages would, instead of in lockstep.
  *
- * Results: every reduction runs in rank order 0..n-1, lower rank the left
- * operand, over the slots (own input copied there too: in place works), then
+ * Results: every reduction over the slots runs in rank order 0..n-1, lower
+ * rank the left operand (own input copied there too: in place works), then
  * pcoll_scale for AVG: the same operations on every rank, bitwise identical.
+ * (area_allreduce_pieces reads its inputs directly, in turn order; each
+ * element is still reduced by one rank only.)
  * allreduce: every rank reduces the whole vector (one phase: for a few KiB
  * the second synchronisation of a reduce-scatter + allgather costs more than
  * n - 1 reductions), above AREA_AR_ONE_PHASE each rank reduces one slice and
@@ -696,8 +698,9 @@ static int area_reduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint3
 }
 
 /* Piece [lo, lo + pe) of this rank's slice (elements of the slice, clipped
- * to it), reduced over every rank's input (in[p]: its address) in rank
- * order into this rank's slot of call sj; AVG divides there. */
+ * to it), reduced over every rank's input (in[p]: its address) in turn
+ * order (pcoll_reduce_turn) into this rank's slot of call sj; AVG divides
+ * there. */
 static int area_piece_reduce(const area_call_t *c, const pcoll_args_t *a, const uint64_t *in,
                              uint32_t sj, size_t lo, size_t pe)
 {

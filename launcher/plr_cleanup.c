@@ -32,12 +32,13 @@ void plr_tmpdir_remove(const char *path)
 }
 
 /* 1 when dir (a plaitrun.XXXXXX of this user) names a launcher of this host
- * that no longer exists: one killed outright (SIGKILL, a crash) removes
- * nothing itself. A directory without an owner file, of another host (a
- * shared /tmp) or whose process still exists, pid reuse included, stays. */
-static int plr_tmpdir_stale(const char *dir)
+ * (myhost) that no longer exists: one killed outright (SIGKILL, a crash)
+ * removes nothing itself. A directory without an owner file, of another
+ * host (a shared /tmp) or whose process still exists, pid reuse included,
+ * stays. */
+static int plr_tmpdir_stale(const char *dir, const char *myhost)
 {
-    char p[PATH_MAX], host[256], myhost[256] = "";
+    char p[PATH_MAX], host[256];
     long pid = 0;
     int got;
     FILE *f;
@@ -46,14 +47,14 @@ static int plr_tmpdir_stale(const char *dir)
         return 0;
     got = fscanf(f, "%ld %255s", &pid, host);
     fclose(f);
-    if (got != 2 || pid <= 0 || gethostname(myhost, sizeof myhost - 1) != 0 ||
-        strcmp(host, myhost) != 0)
+    if (got != 2 || pid <= 0 || strcmp(host, myhost) != 0)
         return 0;
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-/* Removes what launchers of this user killed outright left in base. */
-static void plr_tmpdir_sweep(const char *base)
+/* Removes what launchers of this user on host myhost killed outright left
+ * in base. */
+static void plr_tmpdir_sweep(const char *base, const char *myhost)
 {
     DIR *d = opendir(base);
     struct dirent *e;
@@ -65,7 +66,7 @@ static void plr_tmpdir_sweep(const char *base)
         if (strncmp(e->d_name, "plaitrun.", 9) != 0 || strlen(e->d_name) != 15 ||
             (size_t)snprintf(p, sizeof p, "%s/%s", base, e->d_name) >= sizeof p ||
             lstat(p, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
-            !plr_tmpdir_stale(p))
+            !plr_tmpdir_stale(p, myhost))
             continue;
         plr_tmpdir_remove(p);
     }
@@ -82,13 +83,15 @@ int plr_tmpdir_create(char *path, size_t size)
     FILE *f;
     if (base == NULL || base[0] != '/' || strlen(base) > 48 || access(base, W_OK) != 0)
         base = "/tmp";
-    plr_tmpdir_sweep(base);
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+        snprintf(host, sizeof host, "?");
+    else
+        plr_tmpdir_sweep(base, host);   /* (a host without a name sweeps nothing) */
     if ((size_t)snprintf(path, size, "%s/plaitrun.XXXXXX", base) >= size || !mkdtemp(path))
         return -1;
-    gethostname(host, sizeof host - 1);
     snprintf(owner, sizeof owner, "%s/" PLR_OWNER_FILE, path);
     if ((f = fopen(owner, "w")) != NULL) {
-        fprintf(f, "%ld %s\n", (long)getpid(), host[0] ? host : "?");
+        fprintf(f, "%ld %s\n", (long)getpid(), host);
         fclose(f);
     }
     return 0;

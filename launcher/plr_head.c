@@ -409,7 +409,6 @@ static void plr_head_fence_up(plr_job_t *job, uint32_t seq, const char *blob, si
 
 /* ------------------------------------------------------------ messages */
 
-/* "plaitrun: text" from a daemon becomes "plaitrun: host H: text". */
 /* A rank that exited without joining on one host while joined ranks wait
  * on another: the job can never get past plait_init (each daemon catches
  * the case among its own ranks, plr_proc_check_unjoined). */
@@ -433,6 +432,7 @@ static void plr_head_join_state(plr_job_t *job, int node, plr_unpack_t *u)
                      job->node_names[gone], hd->join_who[gone] - 1, hd->join_pid[gone]);
 }
 
+/* "plaitrun: text" from a daemon becomes "plaitrun: host H: text". */
 static void plr_head_daemon_fail(plr_job_t *job, int node, int code, const char *text)
 {
     const char *p = strncmp(text, PLR_NAME ": ", strlen(PLR_NAME) + 2) == 0

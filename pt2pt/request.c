@@ -104,8 +104,8 @@ int ppt_progress_locked(ppt_state_t *s)
     return n;
 }
 
-/* "world" and its size, or the communicator's id, size and first members by world rank
- * (the id alone tells a user nothing about which of theirs it is). */
+/* "world" and its size, or the communicator's id, size and first members
+ * by world rank (the id alone tells a user nothing about which it is). */
 static const char *comm_label(plait_comm_t c, char *buf, size_t len)
 {
     ppt_state_t *s = ppt_get();
@@ -127,6 +127,13 @@ static const char *comm_label(plait_comm_t c, char *buf, size_t len)
     return buf;
 }
 
+/* Whether r is a collective or one of a collective's own messages (on the
+ * communicator's collective context), whose tag tells a user nothing. */
+static int req_of_collective(plait_request_t r)
+{
+    return r->kind == PPT_REQ_COLL || (r->comm && r->mq == r->comm->cmq);
+}
+
 /* What a request waits for, for timeout and peer-death messages. */
 static void wait_describe(plait_request_t r, char *out, size_t len)
 {
@@ -134,7 +141,7 @@ static void wait_describe(plait_request_t r, char *out, size_t len)
     const char *cl = comm_label(r->comm, cb, sizeof cb);
     snprintf(pb, sizeof pb, r->peer == PLAIT_ANY_SOURCE ? "any rank" : "rank %d", r->peer);
     snprintf(tb, sizeof tb, r->tag == PLAIT_ANY_TAG ? "any tag" : "tag %d", r->tag);
-    if (r->comm && r->mq == r->comm->cmq)   /* a collective's own message: its tag says nothing */
+    if (req_of_collective(r))
         snprintf(tb, sizeof tb, "of this collective");
     if (r->kind == PPT_REQ_RECV)
         snprintf(out, len, "a message from %s (%s) on communicator %s", pb, tb, cl);
@@ -199,7 +206,7 @@ int ppt_quiesce_locked(ppt_state_t *s, double timeout_s)
 static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
 {
     char what[512], cause[256];
-    int coll = r->kind == PPT_REQ_COLL || (r->comm && r->mq == r->comm->cmq);
+    int coll = req_of_collective(r);
     wait_describe(r, what, sizeof what);
     if (rc == PLAIT_ERR_TIMEOUT)   /* mismatched collectives end here too (coll/util.c) */
         return prt_err(rc, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for %s%s", fn,
@@ -277,8 +284,6 @@ static int req_done(plait_request_t r)
     return atomic_load_explicit(&r->done, memory_order_acquire);
 }
 
-/* A completed request's result, its detail made this thread's
- * plait_last_error(). */
 /* The request's result, its detail made this thread's last error, led by
  * the function that reports it where the detail does not name one (a
  * truncation found while matching, in whichever call progressed). */
@@ -330,24 +335,27 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
 
 /* ------------------------------------------------------------- public API */
 
-/* r (named what) is NULL or a live request; a freed one (still marked,
- * see magic) is PLAIT_ERR_STATE, anything else PLAIT_ERR_ARG. */
-static int req_live(plait_request_t r, const char *fn, const char *what)
+/* r is NULL or a live request; a freed one (still marked, see magic) is
+ * PLAIT_ERR_STATE, anything else PLAIT_ERR_ARG. The message names it
+ * reqs[i] (i >= 0) or *req (i < 0); it is formatted only on failure. */
+static int req_live(plait_request_t r, const char *fn, int i)
 {
-    if (r && r->magic == PPT_REQ_DEAD)
+    char what[32] = "*req";
+    if (!r || r->magic == PPT_REQ_MAGIC)
+        return PLAIT_OK;
+    if (i >= 0)
+        snprintf(what, sizeof what, "reqs[%d]", i);
+    if (r->magic == PPT_REQ_DEAD)
         return prt_err(PLAIT_ERR_STATE, "%s: %s was freed (plait_wait and a successful "
                        "plait_test free a request and set the handle to NULL)", fn, what);
-    if (r && r->magic != PPT_REQ_MAGIC)
-        return prt_err(PLAIT_ERR_ARG, "%s: %s is not a live request (completed or freed?)", fn,
-                       what);
-    return PLAIT_OK;
+    return prt_err(PLAIT_ERR_ARG, "%s: %s is not a live request (completed or freed?)", fn, what);
 }
 
 static int req_check(plait_request_t *req, const char *fn)
 {
     if (!req)
         return prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn);
-    return req_live(*req, fn, "*req");
+    return req_live(*req, fn, -1);
 }
 
 static void req_finish(plait_request_t *req, plait_status_t *status)
@@ -421,11 +429,8 @@ int plait_waitall(int n, plait_request_t reqs[], plait_status_t statuses[])
         return rc;
     if (n < 0 || (n > 0 && !reqs))
         return prt_err(PLAIT_ERR_ARG, "plait_waitall: n = %d with reqs %s", n, reqs ? "set" : "NULL");
-    for (int i = 0; i < n; i++) {
-        char what[32];
-        snprintf(what, sizeof what, "reqs[%d]", i);
-        PRT_CHECK(req_live(reqs[i], "plait_waitall", what));
-    }
+    for (int i = 0; i < n; i++)
+        PRT_CHECK(req_live(reqs[i], "plait_waitall", i));
     for (int i = 0; i < n; i++) {
         char detail[512];
         rc = plait_wait(&reqs[i], statuses ? &statuses[i] : NULL);
