@@ -397,8 +397,6 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
         return 0;
     if (comm->size == 2 && bytes > AREA_PAIR_MAX && pcoll_pair_eligible(a))
         return 0;
-    if (A && A->state == AREA_READY)
-        return bytes <= A->slot || (large && A->direct);
     if (!A) {
         if (!(A = calloc(1, sizeof *A))) {
             *rc = prt_err(PLAIT_ERR_NOMEM, "%s: no memory for a collective area", fn);
@@ -411,7 +409,7 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
             return 0;
         }
     }
-    if ((*rc = area_setup_locked(s, comm, A, fn)) != PLAIT_OK)
+    if (A->state != AREA_READY && (*rc = area_setup_locked(s, comm, A, fn)) != PLAIT_OK)
         return 1;
     return A->state == AREA_READY && (bytes <= A->slot || (large && A->direct));
 }
