@@ -20,19 +20,24 @@
 #            one pair, no checking (udp-pairs -q): plait udp vs plait tcp.
 # Each cell: median of REPS runs, the transports interleaved within each run.
 #
-# Usage: bench/udp-collision.sh [-r REPS] [-t SECONDS] [-m collision|single|cpu|all] [-e FILE] [BUILDDIR]
+# Usage: bench/udp-collision.sh [-r REPS] [-t SECONDS] [-m collision|single|cpu|all]
+#                               [-p stream|window] [-e FILE] [BUILDDIR]
 #   -r REPS  repetitions (default 5)  -t SECONDS  streaming time of a udp-pairs run (default 5)
 #   -m WHAT  which measurement (default all; collision-udp: the collision, plait udp only)
+#   -p HOW   udp-pairs' method (default stream: a sliding window; window: a window
+#            of sends, then a go message, which empties each pair's pipe once a window)
 #   -e FILE  append every plait job's stderr to FILE (e.g. its PLAIT_STATS=1 counters)
 # Needs root, ip netns, tc, unshare. Prints a markdown report on stdout, every run on stderr.
 set -u
-reps=5 secs=5 what=all errlog=
-while getopts "r:t:m:e:h" o; do
+reps=5 secs=5 what=all errlog= how=stream
+while getopts "r:t:m:p:e:h" o; do
     case $o in
     r) reps=$OPTARG ;; t) secs=$OPTARG ;; m) what=$OPTARG ;; e) errlog=$OPTARG ;;
+    p) how=$OPTARG ;;
     *) sed -n '2,/^# Needs/s/^# \{0,1\}//p' "$0"; exit 2 ;;
     esac
 done
+case $how in stream|window) ;; *) echo "udp-collision.sh: -p takes stream or window, not '$how'" >&2; exit 2 ;; esac
 shift $((OPTIND - 1))
 B=${1:-${PLAIT_BUILDDIR:-.}}
 S=$(cd "$(dirname "$0")/.." && pwd)
@@ -102,7 +107,7 @@ pairs() {
     while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
     [ $# -gt 0 ] && shift
     fwd_delta >/dev/null
-    out=$(plait_job "$n" "$t" "${vars[@]}" -- "$PAIRS" -t "$secs" "$@")
+    out=$(plait_job "$n" "$t" "${vars[@]}" -- "$PAIRS" -m "$how" -t "$secs" "$@")
     if ! grep -q '^total:' <<<"$out" || grep -q FAIL <<<"$out"; then
         { echo "# $t ${vars[*]}: failed"; echo "$out"; tail -3 "$work/err"; } >&2
         echo "n/a n/a n/a n/a $(fwd_delta)"
@@ -132,7 +137,7 @@ collision() {
     done
     echo "### Flow collision: two pairs A -> B at once, 2 x 1 Gbit/s"
     echo
-    echo "udp-pairs (4 MB messages, window 8, every byte checked), $secs s per run, median of the"
+    echo "udp-pairs -m $how (4 MB messages, window 8, every byte checked), $secs s per run, median of the"
     echo "runs (per column); fair share = 1 Gbit/s per pair. R1/R2: packets forwarded toward B."
     echo
     echo "| transport | runs | pair 0 | pair 1 | total | worse pair vs fair share | CPU ns/B | R1 / R2 pkts |"
@@ -214,7 +219,7 @@ cpu() {
     done
     echo "### CPU per byte, one pair A -> B, 2 x 1 Gbit/s"
     echo
-    echo "udp-pairs -q (no checking), $secs s per run: user+sys seconds of both ranks (all"
+    echo "udp-pairs -m $how -q (no checking), $secs s per run: user+sys seconds of both ranks (all"
     echo "threads; waiting ranks poll, so an upper bound) per delivered byte; median of $reps."
     echo
     echo "| transport | Gbit/s | CPU ns/B |"

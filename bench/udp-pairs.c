@@ -4,18 +4,29 @@
  * `plaitrun --host a:2,b:2` two connections A -> B share the network at once
  * (issue 4's flow-collision case). plait-bench pt2pt only drives ranks 0 -> 1.
  *
- * Method (OSU bandwidth style, so it compares with plait-bench pt2pt bw): the
- * sender posts a window of W non-blocking sends of SIZE bytes, the receiver
- * W receives; after each window the receiver answers go-on or stop. The
- * receiver stops after SECONDS, so all pairs stream over the same interval
- * instead of a fast pair finishing early and leaving the links to the others.
- * Every received byte is checked against the sender's pattern.
+ * Two methods (-m):
+ *   stream (default): a sliding window. The sender keeps W non-blocking sends
+ *     of SIZE bytes in flight, the receiver W receives posted; each completes
+ *     oldest first and its slot is posted again at once, so a pair's pipe
+ *     never empties while it streams. After SECONDS the receiver stops
+ *     (stream_stop below); the rate counts the messages completed by then.
+ *   window: OSU bandwidth style, as plait-bench pt2pt bw: the sender posts a
+ *     window of W sends, the receiver W receives, and after each window the
+ *     receiver answers go-on or stop. Each pair's pipe drains at every window
+ *     end for a round trip (the go message, then the next messages' rendezvous
+ *     through the queue the other pairs keep), which the other pairs fill:
+ *     shares measured this way carry that stop-and-wait.
+ * Either way the receiver decides the end from its own clock after a barrier,
+ * so all pairs stream over the same interval instead of a fast pair finishing
+ * early and leaving the links to the others. Every received byte is checked
+ * against the sender's pattern (messages posted in order reuse slot m % W on
+ * both sides, so message m lands in the slot whose pattern it carries).
  *
  * Output (world rank 0): one line per pair "pair I: R -> R' GBIT Gbit/s BYTES
  * bytes pass|FAIL", then "total", then "cpu": user+sys seconds of all ranks
  * (every thread) over the streaming interval and ns per delivered byte.
  *
- * Usage: udp-pairs [-s SIZE_MB] [-W WINDOW] [-t SECONDS] [-q]
+ * Usage: udp-pairs [-m stream|window] [-s SIZE_MB] [-W WINDOW] [-t SECONDS] [-q]
  *   -q: no checking ("unchecked" in the pair lines): CPU per byte of the transfer alone
  */
 #include <stdint.h>
@@ -35,6 +46,7 @@ typedef struct {
     int    window;
     double seconds;
     int    check;       /* 0 (-q): no clearing and checking, for CPU per byte */
+    int    stream;      /* 1: sliding window (-m stream), 0: window then go (-m window) */
 } pairs_opts_t;
 
 typedef struct {        /* what each rank reports to rank 0 */
@@ -123,6 +135,103 @@ static double receiver(const pairs_opts_t *o, unsigned char **buf, int peer, pla
     return bytes;
 }
 
+/*
+ * Sliding window (-m stream). Message m uses slot m % W on both sides and each
+ * side completes its oldest request first, so the k-th send matches the k-th
+ * receive and lands in the slot holding its pattern.
+ *
+ * The end, with blocking waits only (the API has no cancel, and a poll loop
+ * would spin): at SECONDS by its own clock the sender stops posting data and
+ * sends W empty messages. The receiver keeps up to W receives posted until it
+ * completes the first empty one, at message P; then it posts up to P + W in
+ * all, which is every message the sender sends, and each side has a partner
+ * for every request it waits on. The rate counts the data messages completed
+ * by SECONDS on the receiver's clock, over the time of the last of them.
+ */
+typedef struct {
+    plait_request_t *req;
+    long long posted, done;         /* messages posted / completed (oldest first) */
+} pairs_ring_t;
+
+static void ring_post(const pairs_opts_t *o, pairs_ring_t *g, unsigned char **buf, int peer,
+                      int send, plait_comm_t w)
+{
+    int i = (int)(g->posted % o->window), rc;
+    if (send)
+        rc = plait_isend(buf[i], o->size, PLAIT_BYTE, peer, TAG_DATA, w, &g->req[i]);
+    else {
+        if (o->check)       /* a chunk never written must not pass as old data */
+            memset(buf[i], 0, o->size);
+        rc = plait_irecv(buf[i], o->size, PLAIT_BYTE, peer, TAG_DATA, w, &g->req[i]);
+    }
+    if (rc)
+        die(send ? "isend" : "irecv", rc);
+    g->posted++;
+}
+
+/* Waits for the oldest outstanding request; returns its slot. */
+static int ring_wait(pairs_ring_t *g, int window, plait_status_t *st)
+{
+    int i = (int)(g->done % window), rc;
+    if ((rc = plait_wait(&g->req[i], st)))
+        die("wait (data)", rc);
+    g->done++;
+    return i;
+}
+
+static void stream_sender(const pairs_opts_t *o, unsigned char **buf, int peer, int me,
+                          plait_comm_t w, double t0)
+{
+    pairs_ring_t g = {calloc((size_t)o->window, sizeof *g.req), 0, 0};
+    plait_request_t *ends = calloc((size_t)o->window, sizeof *ends);
+    int rc;
+    for (int i = 0; i < o->window; i++)
+        fill(buf[i], o->size, i, me);
+    for (int i = 0; i < o->window; i++)
+        ring_post(o, &g, buf, peer, 1, w);
+    while (plait_wtime() - t0 < o->seconds) {
+        ring_wait(&g, o->window, NULL);
+        ring_post(o, &g, buf, peer, 1, w);
+    }
+    for (int i = 0; i < o->window; i++)
+        if ((rc = plait_isend(NULL, 0, PLAIT_BYTE, peer, TAG_DATA, w, &ends[i])))
+            die("isend (end)", rc);
+    while (g.done < g.posted)
+        ring_wait(&g, o->window, NULL);
+    if ((rc = plait_waitall(o->window, ends, NULL)))
+        die("waitall (end)", rc);
+    free(ends);
+    free(g.req);
+}
+
+static double stream_receiver(const pairs_opts_t *o, unsigned char **buf, int peer,
+                              plait_comm_t w, double t0, double *bad, double *elapsed)
+{
+    pairs_ring_t g = {calloc((size_t)o->window, sizeof *g.req), 0, 0};
+    long long end = -1, counted = 0;    /* end: index of the first empty message */
+    plait_status_t st;
+    double now;
+    for (int k = 0; k < o->window; k++)
+        ring_post(o, &g, buf, peer, 0, w);
+    while (g.done < g.posted) {
+        int i = ring_wait(&g, o->window, &st);
+        if (st.bytes == 0 && end < 0)
+            end = g.done - 1;
+        if (st.bytes != 0) {
+            if (o->check)
+                *bad += (double)count_bad(buf[i], o->size, i, peer);
+            if ((now = plait_wtime() - t0) <= o->seconds || counted == 0) {
+                counted++;
+                *elapsed = now;
+            }
+        }
+        if (end < 0 || g.posted < end + o->window)
+            ring_post(o, &g, buf, peer, 0, w);
+    }
+    free(g.req);
+    return (double)counted * (double)o->size;
+}
+
 static void report(const pairs_result_t *all, int n, int check)
 {
     double tot = 0, bytes = 0, cpu = 0;
@@ -144,15 +253,23 @@ static void parse(int argc, char **argv, pairs_opts_t *o)
     o->size = (size_t)4 << 20;
     o->window = 8;
     o->seconds = 5;
+    o->stream = 1;
     o->check = 1;
-    while ((c = getopt(argc, argv, "s:W:t:q")) != -1) {
+    while ((c = getopt(argc, argv, "m:s:W:t:q")) != -1) {
         switch (c) {
         case 's': o->size = (size_t)atol(optarg) << 20; break;
         case 'W': o->window = atoi(optarg); break;
         case 't': o->seconds = atof(optarg); break;
         case 'q': o->check = 0; break;
+        case 'm':
+            if (strcmp(optarg, "stream") && strcmp(optarg, "window")) {
+                fprintf(stderr, "udp-pairs: -m takes stream or window, not '%s'\n", optarg);
+                exit(2);
+            }
+            o->stream = !strcmp(optarg, "stream");
+            break;
         default:
-            fprintf(stderr, "usage: udp-pairs [-s SIZE_MB] [-W WINDOW] [-t SECONDS] [-q]\n");
+            fprintf(stderr, "usage: udp-pairs [-m stream|window] [-s SIZE_MB] [-W WINDOW] [-t SECONDS] [-q]\n");
             exit(2);
         }
     }
@@ -190,7 +307,14 @@ int main(int argc, char **argv)
     t0 = plait_wtime();
     c0 = cpu_seconds();
     if (rank < n / 2) {
-        sender(&o, buf, rank + n / 2, rank, w);
+        if (o.stream)
+            stream_sender(&o, buf, rank + n / 2, rank, w, t0);
+        else
+            sender(&o, buf, rank + n / 2, rank, w);
+    } else if (o.stream) {
+        double secs = o.seconds;
+        me.bytes = stream_receiver(&o, buf, rank - n / 2, w, t0, &me.bad, &secs);
+        me.gbit = me.bytes * 8 / secs / 1e9;
     } else {
         me.bytes = receiver(&o, buf, rank - n / 2, w, t0, &me.bad);
         me.gbit = me.bytes * 8 / (plait_wtime() - t0) / 1e9;

@@ -245,6 +245,26 @@ r = d[\"results\"][0]; assert (d[\"op\"], d[\"root\"], r[\"count\"]) == (\"none\
         eval 'run_rc 0 "$PLAITRUN" -n 2 -x PLAIT_ALLREDUCE_ALGO=ring "$BENCH" coll allreduce -e 8 -n 1 &&
               grep -q "algorithm: ring" "$T/out"'
 
+    # bench/udp-pairs (issue 4's collision benchmark): both methods end cleanly with every
+    # byte checked; the sliding window's end (empty messages) leaves nothing unmatched
+    PAIRS=$B/bench/udp-pairs
+    if [ -x "$PAIRS" ]; then
+        check "udp-pairs -m stream, 2 pairs (shm), window 3: both pairs pass, clean end" \
+            eval 'run_rc 0 "$PLAITRUN" -n 4 "$PAIRS" -m stream -s 1 -W 3 -t 0.5 &&
+                  test "$(grep -c "^pair [01]: .* pass$" "$T/out")" -eq 2 && grep -q "^total: " "$T/out"'
+        check "udp-pairs -m stream over udp, window 1" \
+            eval 'run_rc 0 "$PLAITRUN" -n 2 -x PLAIT_TRANSPORT=udp "$PAIRS" -s 1 -W 1 -t 0.5 &&
+                  grep -q "^pair 0: 0 -> 1 .* pass$" "$T/out"'
+        check "udp-pairs -m window over tcp" \
+            eval 'run_rc 0 "$PLAITRUN" -n 2 -x PLAIT_TRANSPORT=tcp "$PAIRS" -m window -s 1 -W 2 -t 0.5 &&
+                  grep -q "^pair 0: 0 -> 1 .* pass$" "$T/out"'
+        check "udp-pairs -m with an unknown method: usage error (exit 2)" \
+            eval '! timeout 60 "$PLAITRUN" -n 2 "$PAIRS" -m bogus >"$T/out" 2>"$T/err" &&
+                  grep -q "takes stream or window" "$T/err"'
+    else
+        skip "udp-pairs" "bench/udp-pairs not built"
+    fi
+
     check "plait-bench pt2pt option error under plaitrun is printed once" \
         eval '! timeout 60 "$PLAITRUN" -n 2 "$BENCH" pt2pt --bogus >"$T/out" 2>"$T/err" &&
               test "$(grep -c "unknown option" "$T/err")" -eq 1'
