@@ -685,6 +685,24 @@ static void scenario(const char *name)
 
 /* ------------------------------------------------------------ main */
 
+/* --trace: one line per flow's sender (and its paths with SIM_TRACE_PATHS set). */
+static void trace_sender(uint64_t t, int f, uint64_t nwin, const pp_conn_t *c)
+{
+    fprintf(stderr, "t %.4f flow %d cwnd %.0f ssth %.0f infl %" PRIu64 " nlost %u srtt %" PRIu64
+            " minrtt %" PRIu64 " una..nxt %d retx %" PRIu64 "/%" PRIu64 " win %" PRIu64 " q",
+            (double)t * 1e-9, f, c->cc.cwnd, c->cc.ssthresh, c->inflight, c->nlost, c->srtt_ns,
+            c->min_rtt_ns, (int)(c->snd_nxt - c->snd_una), c->st.retx_fast, c->st.retx_timeout, nwin);
+    for (int i = 0; i < nlinks; i++)
+        fprintf(stderr, " %" PRIu64, links[i].d[0].backlog);
+    fprintf(stderr, "\n");
+    if (getenv("SIM_TRACE_PATHS"))
+        for (uint32_t p = 0; p < c->cfg.npaths; p++)
+            fprintf(stderr, "  path %u link %d cwnd %.0f infl %" PRIu64 " qrtt %" PRIu64
+                    " min %" PRIu64 " lost %" PRIu64 "\n", p, pmap[f][p], c->paths[p].cwnd,
+                    c->paths[p].inflight, c->paths[p].qrtt_ns, c->paths[p].st.min_rtt_ns,
+                    c->paths[p].st.lost);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -845,22 +863,9 @@ int main(int argc, char **argv)
             break;
         ev = ev_pop();
         if (O.trace_ns && ev.t >= O.trace_at) {
-            pp_conn_t *c = &eps[0].c;
             O.trace_at = ev.t + O.trace_ns;
-            fprintf(stderr, "t %.4f cwnd %.0f ssth %.0f infl %" PRIu64 " nlost %u srtt %" PRIu64
-                    " minrtt %" PRIu64 " una..nxt %d retx %" PRIu64 "/%" PRIu64 " win %" PRIu64 " q",
-                    (double)ev.t * 1e-9, c->cc.cwnd, c->cc.ssthresh, c->inflight, c->nlost,
-                    c->srtt_ns, c->min_rtt_ns, (int)(c->snd_nxt - c->snd_una),
-                    c->st.retx_fast, c->st.retx_timeout, flows[0].nwin);
-            for (int i = 0; i < nlinks; i++)
-                fprintf(stderr, " %" PRIu64, links[i].d[0].backlog);
-            fprintf(stderr, "\n");
-            if (getenv("SIM_TRACE_PATHS"))
-                for (uint32_t p = 0; p < c->cfg.npaths; p++)
-                    fprintf(stderr, "  path %u link %d cwnd %.0f infl %" PRIu64 " qrtt %" PRIu64
-                            " min %" PRIu64 " lost %" PRIu64 "\n", p, pmap[0][p], c->paths[p].cwnd,
-                            c->paths[p].inflight, c->paths[p].qrtt_ns, c->paths[p].st.min_rtt_ns,
-                            c->paths[p].st.lost);
+            for (int f = 0; f < O.nflows; f++)
+                trace_sender(ev.t, f, flows[f].nwin, &eps[2 * f].c);
         }
         account(ev.t);
         if (!marked && ev.t >= mark_ns) {   /* several flows: goodput from here on */
