@@ -1723,13 +1723,22 @@ static void t_pwin_queue_spread(void)
     pp_conn_fini(&c);
 }
 
-/* cubic: the window stops growing (and slow start ends) while even the least
- * queued path holds more than 1 ms of queue; one short path lets it grow. */
+/* cubic: the window stops growing (and slow start ends) while every one of
+ * the latest PP_RTT_RING RTT samples holds more than 1 ms of queue, and
+ * yields 3% per queued RTT; one short sample among them lets it grow. How
+ * many paths look short does not count: with every path acknowledged
+ * lately and one of them short, the window still holds. */
+static void cubic_samples(pp_conn_t *c, int n, uint64_t rtt)
+{
+    for (int i = 0; i < n; i++)
+        c->rtt_ring[c->rtt_ring_n++ % PP_RTT_RING] = (uint32_t)rtt;
+}
+
 static void t_cubic_queue_guard(void)
 {
     pp_conn_t c;
     pp_cfg_t cfg;
-    pp_ack_info_t a = {.now = 60000000, .acked = 4000, .rtt_ns = 2200000, .path = 0};
+    pp_ack_info_t a = {.now = 60000000, .acked = 4000, .rtt_ns = 1600000, .path = 0};
     double w;
     net_cfg(&cfg, 0, 1, 2);
     cfg.cc = &pp_cc_cubic;
@@ -1737,37 +1746,37 @@ static void t_cubic_queue_guard(void)
     c.min_rtt_ns = 100000;
     c.srtt_ns = 2000000;
     for (uint32_t p = 0; p < cfg.npaths; p++) {
-        c.paths[p].qrtt_ns = 100000 + 1500000;
-        c.paths[p].acked_sent_ns = a.now - 1600000;   /* acknowledged just now */
+        c.paths[p].qrtt_ns = p == 6 ? 300000 : 100000 + 1500000;   /* path 6 short */
+        c.paths[p].acked_sent_ns = a.now - 300000;                  /* all fresh */
     }
+    cubic_samples(&c, PP_RTT_RING / 8 - 1, 1600000);
+    TAP_OK(pp_recent_min_rtt(&c) == 0, "cubic: no recent RTT before %d samples", PP_RTT_RING / 8);
+    cubic_samples(&c, PP_RTT_RING, 1600000);
     w = c.cc.cwnd;
     for (int k = 0; k < 10; k++)
         c.cfg.cc->on_ack(&c, &a);
     TAP_OK(fabs(c.cc.cwnd - 0.97 * w) < 1 && c.cc.ssthresh == c.cc.cwnd,
-           "cubic: every path queues 1.5 ms: ten ACKs within one queued RTT hold the window, "
-           "less one yield of 3%% (%.0f -> %.0f B), and slow start ends", w, c.cc.cwnd);
+           "cubic: the last %d samples queue 1.5 ms: ten ACKs within one queued RTT hold the "
+           "window, less one yield of 3%% (%.0f -> %.0f B), and slow start ends, though one of "
+           "every path's queue is short", PP_RTT_RING, w, c.cc.cwnd);
     w = c.cc.cwnd;
     a.now += 1700000;   /* one queued RTT later */
     c.cfg.cc->on_ack(&c, &a);
     TAP_OK(fabs(c.cc.cwnd - 0.97 * w) < 1, "cubic: the next queued RTT yields 3%% again (%.0f B)",
            c.cc.cwnd);
     w = c.cc.cwnd;
-    c.paths[6].qrtt_ns = 300000;   /* short, but from its last use 50 ms ago */
-    c.paths[6].acked_sent_ns = a.now - 50000000;
+    cubic_samples(&c, 1, 300000);    /* one packet without the queue */
     a.now += 1700000;
     for (int k = 0; k < 10; k++)
         c.cfg.cc->on_ack(&c, &a);
-    TAP_OK(fabs(c.cc.cwnd - 0.97 * w) < 1, "cubic: an idle path's stale short queue does not count: "
-           "the window still holds (%.0f -> %.0f B)", w, c.cc.cwnd);
-    w = c.cc.cwnd;
-    c.paths[6].acked_sent_ns = a.now - 300000;   /* now in use, with a short queue */
-    a.rtt_ns = 300000;
-    for (int k = 0; k < 10; k++)
-        c.cfg.cc->on_ack(&c, &a);
-    TAP_OK(c.cc.cwnd > w, "cubic: one path with a short queue: the window grows (%.0f -> %.0f B)",
+    TAP_OK(pp_recent_min_rtt(&c) == 300000 && c.cc.cwnd > w,
+           "cubic: one recent sample with a short queue: the window grows (%.0f -> %.0f B)",
            w, c.cc.cwnd);
-    TAP_OK(pp_least_qrtt(&c, a.now) == 300000 && pp_least_qrtt(&c, a.now + 60000000) == 0,
-           "least queued path: the fresh one; none once every estimate is stale");
+    cubic_samples(&c, PP_RTT_RING, 1600000);
+    TAP_OK(pp_recent_min_rtt(&c) == 1600000, "cubic: the short sample ages out after %d more",
+           PP_RTT_RING);
+    TAP_OK(pp_least_qrtt(&c, 60000000) == 300000 && pp_least_qrtt(&c, 120000000) == 0,
+           "least queued path (pwin, swift): the fresh one; none once every estimate is stale");
     pp_conn_fini(&c);
 }
 

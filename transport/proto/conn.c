@@ -145,6 +145,20 @@ uint64_t pp_least_qrtt(const pp_conn_t *c, uint64_t now)
     return best;
 }
 
+/* The least of the connection's latest PP_RTT_RING RTT samples (any
+ * path), 0 before PP_RTT_RING / 8 of them: a statistic of a fixed number of
+ * samples, whatever the number of paths they came from (see CUBIC's hold). */
+uint64_t pp_recent_min_rtt(const pp_conn_t *c)
+{
+    uint32_t n = c->rtt_ring_n < PP_RTT_RING ? c->rtt_ring_n : PP_RTT_RING, least = UINT32_MAX;
+    if (n < PP_RTT_RING / 8)
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (c->rtt_ring[i] < least)
+            least = c->rtt_ring[i];
+    return least;
+}
+
 int pp_conn_init(pp_conn_t *c, const pp_cfg_t *cfg)
 {
     memset(c, 0, sizeof *c);
@@ -889,6 +903,7 @@ static void rtt_sample(pp_conn_t *c, int path, uint64_t rtt)
     }
     if (!c->min_rtt_ns || rtt < c->min_rtt_ns)
         c->min_rtt_ns = rtt;
+    c->rtt_ring[c->rtt_ring_n++ % PP_RTT_RING] = rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
     pp->st.srtt_ns = pp->st.srtt_ns ? (7 * pp->st.srtt_ns + rtt) / 8 : rtt;
     if (!pp->st.min_rtt_ns || rtt < pp->st.min_rtt_ns)
         pp->st.min_rtt_ns = rtt;

@@ -38,6 +38,7 @@
                                       * stalled the sender there); the ACK (1 KB of
                                       * bitmap) still fits a 1500-byte datagram */
 #define PP_MAX_PATHS 256
+#define PP_RTT_RING  64    /* RTT samples pp_recent_min_rtt looks at */
 #define PP_QUEUE_TARGET_NS 1000000   /* the standing queue the window may build (cubic
                                       * holds above it: cc.c); a loss on a path queueing
                                       * less than twice this is taken as random, not
@@ -510,6 +511,8 @@ struct pp_conn {
     uint32_t  clock_head, clock_tail;
     uint64_t  least_qrtt_ns, least_qrtt_at;   /* pwin: pp_least_qrtt as of least_qrtt_at
                                                * (one scan per ACK, not per packet) */
+    uint32_t  rtt_ring[PP_RTT_RING];  /* the latest RTT samples (ns, saturated), any path */
+    uint32_t  rtt_ring_n;             /* samples taken (the next goes to n % PP_RTT_RING) */
 
     /* receiver */
     uint32_t  rcv_cum, rcv_msg;   /* next PSN expected; next message to hand up */
@@ -695,6 +698,7 @@ uint64_t pp_rand(pp_conn_t *c);
 /* The smallest queue-inclusive RTT among the connection's paths acknowledged
  * lately (0: none), for the policies (CUBIC's hold, pwin's tail rule). */
 uint64_t pp_least_qrtt(const pp_conn_t *c, uint64_t now);
+uint64_t pp_recent_min_rtt(const pp_conn_t *c);
 /* 1 when path pa's queue estimate is fresh: a packet it sent within twice
  * its own RTO (qrtt + 4 qvar) plus slack before now was acknowledged. An
  * idle path keeps the estimate of its last use; one whose packets all
