@@ -1,6 +1,9 @@
 /* Raw PMIx client for multi-host plaitrun tests (tests/netns/t-hosts.sh).
  *
  *   pmix_hosts [NKEYS]
+ *   pmix_hosts nojoin R   rank R (by $PMIX_RANK) exits 0 at once, without
+ *                         PMIx_Init; the others run as above and wait for
+ *                         it in the first fence (plaitrun must end the job)
  *
  * Every rank:
  *  - checks the job view: PMIX_LOCAL_PEERS lists exactly the ranks whose
@@ -165,6 +168,12 @@ static void direct_modex(uint32_t size)
 int main(int argc, char **argv)
 {
     int nkeys = argc > 1 ? atoi(argv[1]) : 1000;
+    if (argc > 2 && strcmp(argv[1], "nojoin") == 0) {
+        const char *r = getenv("PMIX_RANK");
+        if (r && strcmp(r, argv[2]) == 0)
+            return 0;
+        nkeys = 10;
+    }
     pmix_status_t rc = PMIx_Init(&me, NULL, 0);
     CHECK(rc == PMIX_SUCCESS, 10, "PMIx_Init: %s", PMIx_Error_string(rc));
     pmix_proc_t wild;

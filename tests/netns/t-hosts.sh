@@ -198,6 +198,13 @@ run exit3 --host h1:2,h2:2 sh -c '[ $PMIX_RANK = 3 ] && exit 3; exec sleep 300'
 [ $rc = 3 ] && has '^plaitrun: host h2: rank 3 \(pid [0-9]+\) exited with status 3$' "$err"
 check "a rank's exit status 3 on host 2: job ended, exit 3, host and rank named" $?
 
+# A rank alone on its host exits 0 without joining while the other host's
+# ranks wait in the fence: only the head sees both halves.
+run nojoinhosts --host h1:3,h2:1 "$CLIENT" nojoin 3
+[ $rc = 1 ] &&
+    has '^plaitrun: host h2: rank 3 \(pid [0-9]+\) exited without joining the job \(it never called plait_init\)' "$err"
+check "rank 3 alone on host h2 exits 0 without joining while host h1's ranks wait: job ended, naming it" $?
+
 run bind --host h1:2,h2:2 --report-bindings true
 [ $rc = 0 ] && [ "$(grep -cE '^plaitrun: host h[12]: rank [0-3] \(pid [0-9]+\) (bound to|not bound)' "$err")" = 4 ]
 check "--report-bindings: one line per rank, naming its host" $?
