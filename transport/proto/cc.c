@@ -81,14 +81,14 @@ static void win_init(pp_conn_t *c)
  * paths, held and yielded on: the small one yielded down to a chunk (two
  * colliding pairs in plait-sim, streaming: 0.10-0.74 of a fair share for
  * the worse pair over 8 seeds; with the samples 0.81-0.98). On the issue-4
- * bed (16-core machine, three calls, 15 interleaved rounds, udp-pairs
- * streaming) the worse pair read 0.80-0.92 Gbit/s (median 0.89) with
- * paths, 0.85-0.92 (median 0.905) with samples; with pairs that pause at
+ * bed (16-core machine, four calls, 23 interleaved rounds, udp-pairs
+ * streaming) the worse pair read 0.80-0.92 Gbit/s (median 0.883) with
+ * paths, 0.80-0.92 (median 0.902) with samples; with pairs that pause at
  * every window end (udp-pairs -m window) the totals were 1.59-1.78 against
  * 1.64-1.84 (10 runs each): the smaller standing queue carries less across
- * the other pair's pause. A slow path's
- * queue (1 Gbit/s + 100 Mbit/s) still does not hold the window as long as
- * one in PP_RTT_RING packets goes the fast way. */
+ * the other pair's pause. A slow path's queue (1 Gbit/s + 100 Mbit/s)
+ * still does not hold the window as long as one in PP_RTT_RING packets
+ * goes the fast way. */
 static uint64_t cubic_standing_queue(const pp_conn_t *c)
 {
     uint64_t q = pp_recent_min_rtt(c);
