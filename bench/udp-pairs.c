@@ -8,16 +8,17 @@
  *   stream (default): a sliding window. The sender keeps W non-blocking sends
  *     of SIZE bytes in flight, the receiver W receives posted; each completes
  *     oldest first and its slot is posted again at once, so a pair's pipe
- *     never empties while it streams. After SECONDS the receiver stops
- *     (stream_stop below); the rate counts the messages completed by then.
+ *     never empties while it streams. After SECONDS by its own clock the
+ *     sender stops (the end is explained above stream_sender); the rate
+ *     counts the messages the receiver completed by SECONDS on its clock.
  *   window: OSU bandwidth style, as plait-bench pt2pt bw: the sender posts a
  *     window of W sends, the receiver W receives, and after each window the
  *     receiver answers go-on or stop. Each pair's pipe drains at every window
  *     end for a round trip (the go message, then the next messages' rendezvous
  *     through the queue the other pairs keep), which the other pairs fill:
  *     shares measured this way carry that stop-and-wait.
- * Either way the receiver decides the end from its own clock after a barrier,
- * so all pairs stream over the same interval instead of a fast pair finishing
+ * Either way the end comes from a clock started at a common barrier, so all
+ * pairs stream over the same interval instead of a fast pair finishing
  * early and leaving the links to the others. Every received byte is checked
  * against the sender's pattern (messages posted in order reuse slot m % W on
  * both sides, so message m lands in the slot whose pattern it carries).

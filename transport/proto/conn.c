@@ -131,9 +131,9 @@ uint64_t pp_rand(pp_conn_t *c)
 
 /* Only a path acknowledged lately (pp_qrtt_fresh, with twice the queue
  * target as slack) says what its queue is now: a stream that moved to
- * other paths (small messages are not sprayed) must not have CUBIC's hold
- * and pwin's lateness test read an old empty queue there as the least
- * queued path. */
+ * other paths (small messages are not sprayed) must not have swift's delay,
+ * pwin's queue cut and its lateness test read an old empty queue there as
+ * the least queued path. (CUBIC's hold uses pp_recent_min_rtt instead.) */
 uint64_t pp_least_qrtt(const pp_conn_t *c, uint64_t now)
 {
     uint64_t best = 0;
