@@ -44,13 +44,13 @@ static int check_alltoallv(const char *fn, const pcoll_args_t *a, int n, int r)
                        !a->v->scounts ? "sendcounts" : !a->v->sdispls ? "sdispls"
                        : !a->v->rcounts ? "recvcounts" : "rdispls");
     for (int i = 0; i < n; i++) {
-        size_t lim = SIZE_MAX / a->es;
+        size_t lim = (size_t)PTRDIFF_MAX / a->es;   /* no larger object: a negative int */
         if (a->v->scounts[i] > lim || a->v->sdispls[i] > lim - a->v->scounts[i])
-            return prt_err(PLAIT_ERR_ARG, "%s: sdispls[%d] + sendcounts[%d] overflows the byte "
-                           "size", fn, i, i);
+            return prt_err(PLAIT_ERR_ARG, "%s: sdispls[%d] + sendcounts[%d] is larger than "
+                           "any buffer (a negative count?)", fn, i, i);
         if (a->v->rcounts[i] > lim || a->v->rdispls[i] > lim - a->v->rcounts[i])
-            return prt_err(PLAIT_ERR_ARG, "%s: rdispls[%d] + recvcounts[%d] overflows the byte "
-                           "size", fn, i, i);
+            return prt_err(PLAIT_ERR_ARG, "%s: rdispls[%d] + recvcounts[%d] is larger than "
+                           "any buffer (a negative count?)", fn, i, i);
         any_s |= a->v->scounts[i] != 0;
         any_r |= a->v->rcounts[i] != 0;
     }
@@ -71,6 +71,8 @@ static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
     n = comm->size;
     if ((a->es = plait_dtype_size(a->dt)) == 0)
         return prt_err(PLAIT_ERR_ARG, "%s: dt %d is not a plait_dtype_t", fn, (int)a->dt);
+    if (pcoll_is_reduction(a->coll) && (unsigned)a->op > PLAIT_AVG)
+        return prt_err(PLAIT_ERR_ARG, "%s: op %d is not a plait_op_t", fn, (int)a->op);
     if (pcoll_is_reduction(a->coll) && !pcoll_op_valid(a->dt, a->op, &why))
         return prt_err(PLAIT_ERR_ARG, "%s: op %s (%d) with dt %s: %s", fn, pcoll_op_name(a->op),
                        (int)a->op, pcoll_dtype_name(a->dt), why);
@@ -83,8 +85,10 @@ static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
      * which showed in the time of a count-0 call */
     size_t bytes;
     if (__builtin_mul_overflow(a->count, a->es, &bytes) ||
-        __builtin_mul_overflow(bytes, (size_t)nblocks(a->coll, n), &bytes))
-        return prt_err(PLAIT_ERR_ARG, "%s: count %zu overflows the byte size", fn, a->count);
+        __builtin_mul_overflow(bytes, (size_t)nblocks(a->coll, n), &bytes) ||
+        bytes > (size_t)PTRDIFF_MAX)   /* no larger object: a negative int converted */
+        return prt_err(PLAIT_ERR_ARG, "%s: count %zu is larger than any buffer (a negative "
+                       "count?)", fn, a->count);
     bufs_needed(a, comm->rank, &need_s, &need_r);
     if (a->count && need_s && !a->sbuf)
         return prt_err(PLAIT_ERR_ARG, "%s: sendbuf is NULL with count %zu", fn, a->count);

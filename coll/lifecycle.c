@@ -56,12 +56,16 @@ int plait_initialized(int *flag)
 void plait_abort(int exit_code, const char *reason)
 {
     ppt_state_t *s = ppt_get();
-    char line[600];
+    const char *env_rank = getenv("PMIX_RANK");   /* before init / after finalize */
+    char line[600], who[32];
     int n;
     if (!reason || !reason[0])
         reason = "(no reason given)";   /* here and in the launcher's message alike */
-    n = snprintf(line, sizeof line, "plait[%d]: plait_abort(%d): %s\n", s ? s->job.rank : -1,
-                 exit_code, reason);
+    if (s)
+        snprintf(who, sizeof who, "%d", s->job.rank);
+    else
+        snprintf(who, sizeof who, "%.16s", env_rank && env_rank[0] ? env_rank : "?");
+    n = snprintf(line, sizeof line, "plait[%s]: plait_abort(%d): %s\n", who, exit_code, reason);
     if (write(STDERR_FILENO, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1)) < 0) {
         /* stderr is gone: the exit status still tells */
     }

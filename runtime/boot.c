@@ -377,11 +377,16 @@ int prt_boot_get(prt_job_t *job, int rank, const char *key, void **blob, size_t 
     return *blob ? PLAIT_OK : prt_err(PLAIT_ERR_NOMEM, "no memory for card %s", key);
 }
 
+/* An exit status keeps only the code's low 8 bits: 256 would read as 0,
+ * success, so a code whose low byte is 0 (0 included) ends with status 1.
+ * The launcher gets that status too: Open MPI's mpirun exits with the
+ * status PMIx_Abort names, and exited 0 for plait_abort(0) and (256). */
 void prt_boot_abort(prt_job_t *job, int code, const char *reason)
 {
+    int status = code & 0xff ? code & 0xff : 1;
     if (job && job->pmix && !job->singleton)
-        PMIx_Abort(code, reason, NULL, 0);
-    _exit(code ? code : 1);
+        PMIx_Abort(status, reason, NULL, 0);
+    _exit(status);
 }
 
 int prt_boot_finalize(prt_job_t *job)

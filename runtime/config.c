@@ -250,6 +250,9 @@ static int cfg_check_limits(const prt_config_t *c)
     if (c->udp_rto_min_us < 10)
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_RTO_MIN_US=%ld is invalid: expected >= 10",
                        c->udp_rto_min_us);
+    if (c->coll_shm_small > (1u << 20))
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_COLL_SHM_SMALL=%zu is invalid: expected 0 .. "
+                       "1M", c->coll_shm_small);
     if (c->udp_mtu && (c->udp_mtu < 576 || c->udp_mtu > 65535))
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_MTU=%zu is invalid: expected 0 or "
                        "576..65535", c->udp_mtu);

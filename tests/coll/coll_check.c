@@ -849,6 +849,12 @@ static void errors(ctx_t *x)
     expect_arg(plait_bcast(NULL, 1, PLAIT_INT32, 0, x->comm), "NULL buf", "buf");
     expect_arg(plait_allgather(v, out, SIZE_MAX / 2, PLAIT_INT32, x->comm), "overflow", "count");
     expect_arg(plait_alltoall(v, out, SIZE_MAX / 4, PLAIT_INT64, x->comm), "overflow", "count");
+    /* an int -1 passed as count: no overflow with 1-byte elements, still no buffer */
+    expect_arg(plait_bcast(v, (size_t)-1, PLAIT_BYTE, 0, x->comm), "bcast count -1", "count");
+    expect_arg(plait_allreduce(v, out, (size_t)-1, PLAIT_UINT8, PLAIT_SUM, x->comm),
+               "allreduce count -1", "count");
+    expect_arg(plait_allreduce(v, out, 4, PLAIT_INT32, (plait_op_t)-1, x->comm), "op -1",
+               "op -1 is not a plait_op_t");
     expect_arg(plait_allreduce(v, out, 4, PLAIT_INT32, PLAIT_SUM, NULL), "NULL comm", "comm");
     expect_arg(plait_iallreduce(v, out, 4, PLAIT_INT32, PLAIT_SUM, x->comm, NULL), "NULL req", "req");
     expect_arg(plait_alltoallv(v, NULL, d4, out, c4, d4, PLAIT_INT32, x->comm), "NULL counts", "sendcounts");

@@ -90,6 +90,14 @@ static void bad_p2p_args(void)
     EXPECT_ERR(plait_send(buf, 1, (plait_dtype_t)99, 0, 0, w), PLAIT_ERR_ARG, "type|dt");
     EXPECT_ERR(plait_send(buf, 1, (plait_dtype_t)-1, 0, 0, w), PLAIT_ERR_ARG, "type|dt");
     EXPECT_ERR(plait_send(buf, 1, PLAIT_BYTE, 0, 0, NULL), PLAIT_ERR_ARG, "comm");
+    /* an int -1 passed as count: 1-byte elements do not overflow, yet no
+     * buffer is that large (it crashed udp, broke a tcp connection, and
+     * sent a bogus size over shm) */
+    EXPECT_ERR(plait_send(buf, (size_t)-1, PLAIT_BYTE, size - 1, 0, w), PLAIT_ERR_ARG, "count");
+    EXPECT_ERR(plait_send(buf, (size_t)-1, PLAIT_BYTE, rank, 0, w), PLAIT_ERR_ARG, "count");
+    EXPECT_ERR(plait_isend(buf, (size_t)-1 / 2, PLAIT_INT32, size - 1, 0, w, &req), PLAIT_ERR_ARG,
+               "count");
+    EXPECT_ERR(plait_irecv(buf, (size_t)-1, PLAIT_BYTE, 0, 0, w, &req), PLAIT_ERR_ARG, "count");
     t_case = "bad isend arguments";
     EXPECT_ERR(plait_isend(buf, 1, PLAIT_BYTE, 0, 0, w, NULL), PLAIT_ERR_ARG, "req");
     EXPECT_ERR(plait_isend(buf, 1, PLAIT_BYTE, size, 0, w, &req), PLAIT_ERR_ARG, "dest");

@@ -5,6 +5,8 @@
  *                receive from it;
  *   abort        rank 1 calls plait_abort(7, "test abort") while the others
  *                block in a receive from it;
+ *   abort256     the same with plait_abort(256): an exit status keeps 8 bits,
+ *                and the job must still fail;
  *   noexit       rank 1 exits 0 without plait_finalize while the others are
  *                in plait_finalize;
  *   early-abort  rank 0 (PMIX_RANK=0) calls plait_abort(5, "abort before
@@ -53,11 +55,11 @@ int main(int argc, char **argv)
             raise(SIGKILL);
         }
         survivor_wait(2);
-    } else if (strcmp(mode, "abort") == 0) {
+    } else if (strcmp(mode, "abort") == 0 || strcmp(mode, "abort256") == 0) {
         CHECK(size == 3, "abort mode needs 3 ranks");
         if (rank == 1) {
             usleep(200000);
-            plait_abort(7, "test abort");
+            plait_abort(strcmp(mode, "abort") == 0 ? 7 : 256, "test abort");
             FAIL("plait_abort returned");
         }
         survivor_wait(1);
@@ -80,7 +82,7 @@ int main(int argc, char **argv)
             CHECK_RC(plait_barrier(plait_comm_world()));
         FAIL("still running after 60 s: the launcher was not killed, or its loss went unnoticed");
     } else {
-        FAIL("unknown mode '%s' (kill|abort|noexit|early-abort|loop)", mode);
+        FAIL("unknown mode '%s' (kill|abort|abort256|noexit|early-abort|loop)", mode);
     }
     return 0;
 }

@@ -193,6 +193,11 @@ run abort0 -n 2 "$CLIENT" -r 1 -o sleep abort 0
 [ $rc = 1 ] && has 'rank 1 called plait_abort\(0\)' "$err"
 check "abort with code 0 exits 1" $?
 
+# an exit status keeps the low 8 bits: PMIx_Abort(256) must not read as success
+run abort256 -n 2 "$CLIENT" -r 1 -o sleep abort 256
+[ $rc = 1 ] && has 'rank 1 called plait_abort\(256\)' "$err"
+check "abort with code 256 exits 1" $?
+
 run false -n 2 sh -c 'exit $PMIX_RANK'
 [ $rc = 1 ] && has '^plaitrun: rank 1 \(pid [0-9]+\) exited with status 1$' "$err"
 check "a non-PMIx program's exit status is reported" $?

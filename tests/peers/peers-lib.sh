@@ -325,6 +325,8 @@ plait_fault_cases() {
     fault_job "$LNAME: pt2pt_fault kill (rank 2 SIGKILL) -n 3" 3 "$BIN/pt2pt_fault" kill
     fault_job "$LNAME: pt2pt_fault abort (plait_abort(7) on rank 1) -n 3" 3 "$BIN/pt2pt_fault" abort
     [ "$rc" = 7 ] || echo "# note: $LNAME exited $rc; plait_abort asked for 7"
+    fault_job "$LNAME: pt2pt_fault abort256 (plait_abort(256) on rank 1: not status 0) -n 3" 3 \
+        "$BIN/pt2pt_fault" abort256
     fault_job "$LNAME: pt2pt_fault noexit (rank 1 exits 0 without finalize) -n 3" 3 \
         "$BIN/pt2pt_fault" noexit
     fault_job "$LNAME: pt2pt_fault early-abort (plait_abort before init) -n 2" 2 \
