@@ -8,7 +8,10 @@
  *    the benchmark's small control messages.
  *  - cfg.npaths paths per flow, mapped onto L links by a hash of the path
  *    index (like ECMP over UDP source ports; --map rr: path i on link i % L).
- *    The flow index is part of the hash, so two flows' paths land differently.
+ *    The flow index is part of the hash, so two flows' paths land differently;
+ *    --map-seed N changes the hash (the default 0 puts 17 of flow 0's 32
+ *    paths and 21 of flow 1's on link 0: the collision scenario's shares
+ *    depend on that split, so compare policies over several map seeds).
  *  - A link is a Linux tbf at L2 in each direction: a token bucket of `rate`
  *    bit/s and depth `burst` bytes, packets counted with 28 (IP+UDP) + 14
  *    (Ethernet) bytes on top of the datagram; a FIFO in front of it that
@@ -258,6 +261,7 @@ typedef struct {
     uint64_t msg_size, duration_ns, delay_ns, seed, nic_bps, ack_delay_ns, latency_ns, burst;
     uint32_t window, npaths, ack_every, max_windows, chunk, mtu;
     int      nflows, map_rr, json, quiet;
+    uint64_t map_seed;
     double   loss;
     const char *cc, *lb, *scenario;
 } opts_t;
@@ -640,6 +644,7 @@ static void usage(FILE *o)
 "  --lb NAME          p2c | spray | ackclock | pwin (default: the protocol's)\n"
 "  --paths N          paths per connection (default 32)\n"
 "  --map hash|rr      path -> link: hash of the path index (ECMP) or round robin\n"
+"  --map-seed N       another hash (default 0; the collision's shares depend on it)\n"
 "  --chunk B          bytes per chunk (default 32k)   --mtu B   packet payload\n"
 "                     (default 1400: 1500 - 28 - the data header)\n"
 "  -m, --size B       message size (default 4M; frames of at most 1 MB)\n"
@@ -708,7 +713,8 @@ int main(int argc, char **argv)
     static const struct option lo[] = {
         {"scenario", 1, 0, 'S'}, {"link", 1, 0, 'L'}, {"delay", 1, 0, 'D'}, {"loss", 1, 0, 'P'},
         {"latency", 1, 0, 'T'}, {"burst", 1, 0, 'B'}, {"nic", 1, 0, 'N'}, {"cc", 1, 0, 'C'},
-        {"lb", 1, 0, 'b'}, {"paths", 1, 0, 'p'}, {"map", 1, 0, 'M'}, {"chunk", 1, 0, 'k'},
+        {"lb", 1, 0, 'b'}, {"paths", 1, 0, 'p'}, {"map", 1, 0, 'M'}, {"map-seed", 1, 0, 'H'},
+        {"chunk", 1, 0, 'k'},
         {"mtu", 1, 0, 'u'}, {"size", 1, 0, 'm'}, {"window", 1, 0, 'W'}, {"time", 1, 0, 't'},
         {"windows", 1, 0, 'n'}, {"ack-every", 1, 0, 'a'}, {"ack-delay", 1, 0, 'd'},
         {"flows", 1, 0, 'F'}, {"trace", 1, 0, 'x'}, {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'},
@@ -763,6 +769,15 @@ int main(int argc, char **argv)
         case 'b': O.lb = optarg; break;
         case 'p': O.npaths = (uint32_t)atoi(optarg); break;
         case 'M': O.map_rr = !strcmp(optarg, "rr"); break;
+        case 'H': {
+            char *end;
+            O.map_seed = strtoull(optarg, &end, 0);
+            if (end == optarg || *end) {
+                fprintf(stderr, "plait-sim: bad --map-seed '%s' (a number)\n", optarg);
+                exit(2);
+            }
+            break;
+        }
         case 'k': O.chunk = (uint32_t)parse_size(optarg); break;
         case 'u': O.mtu = (uint32_t)parse_size(optarg); break;
         case 'm': O.msg_size = parse_size(optarg); break;
@@ -812,7 +827,8 @@ int main(int argc, char **argv)
     for (int f = 0; f < O.nflows; f++) {
         for (uint32_t p = 0; p < O.npaths; p++)
             pmap[f][p] = O.map_rr ? (int)(p % (uint32_t)nlinks)
-                                  : (int)(mix64(((uint64_t)f << 32 | p) ^ 0x5eedull) % (uint64_t)nlinks);
+                                  : (int)(mix64(((uint64_t)f << 32 | p) ^ 0x5eedull ^ O.map_seed << 40) %
+                                        (uint64_t)nlinks);
         flows[f].rbuf = xmalloc(O.window * sizeof *flows[f].rbuf);
         flows[f].frames_got = xmalloc(O.window * sizeof *flows[f].frames_got);
         for (uint32_t w = 0; w < O.window; w++) {

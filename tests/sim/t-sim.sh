@@ -45,6 +45,11 @@ done
 out=$(run --scenario collision -s 5); rc=$?
 [ $rc = 0 ] && [ "$(echo "$out" | field windows)" = 6 ] && ok "collision: both connections finish" ||
     nok "collision: both connections finish" "rc $rc: $out"
+d=$(run --scenario collision -s 5 --map-seed 3); rc=$?
+[ $rc = 0 ] && [ "$(echo "$d" | field windows)" = 6 ] && [ "$(echo "$d" | field bad_bytes)" = 0 ] &&
+    [ "$d" != "$out" ] && ok "collision, another path-to-link map (--map-seed): finishes, intact, differs" ||
+    nok "collision, another path-to-link map (--map-seed)" "rc $rc: $d"
+"$SIM" --map-seed x >/dev/null 2>&1 && nok "--map-seed x is refused" || ok "--map-seed x is refused"
 out=$(run --link 1g,50us,0.5 --link 400m,1ms --link 200m --paths 8 --map rr -s 2); rc=$?
 [ $rc = 0 ] && [ "$(echo "$out" | field bad_bytes)" = 0 ] && ok "custom links" || nok "custom links" "rc $rc: $out"
 echo "1..$n"
