@@ -121,6 +121,8 @@ static int ppt_setup(ppt_state_t *s)
     prt_log_set_level(s->cfg.log_level);
     PRT_CHECK(prt_boot_init(&s->job, s->cfg.singleton_ok, s->cfg.timeout_s));
     prt_log_set_rank(s->job.rank);
+    if (s->job.rank == 0)
+        prt_cfg_warn_typos();   /* once per job, not once per rank */
     PRT_CHECK(prt_trace_start(s->cfg.trace, s->job.rank, s->job.tag));
     ppt_wait_policy(s);
     PRT_CHECK(ptl_shm_setup(&s->shm, &s->job, &s->cfg));

@@ -111,15 +111,15 @@ static const char *comm_label(plait_comm_t c, char *buf, size_t len)
     ppt_state_t *s = ppt_get();
     size_t at;
     if (s && c == s->world) {
-        snprintf(buf, len, "world (%d ranks)", c->size);
+        snprintf(buf, len, "world (%d rank%s)", c->size, c->size == 1 ? "" : "s");
         return buf;
     }
     if (!c || !c->world_of) {
         snprintf(buf, len, "(freed)");
         return buf;
     }
-    at = (size_t)snprintf(buf, len, "0x%llx (%d ranks, world ranks", (unsigned long long)c->ctx,
-                          c->size);
+    at = (size_t)snprintf(buf, len, "0x%llx (%d rank%s, world rank%s", (unsigned long long)c->ctx,
+                          c->size, c->size == 1 ? "" : "s", c->size == 1 ? "" : "s");
     for (int i = 0; i < c->size && i < 8 && at < len; i++)
         at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? "," : " ", c->world_of[i]);
     if (at < len)
@@ -150,11 +150,14 @@ static void wait_describe(plait_request_t r, char *out, size_t len)
                  tb, cl);
     else {
         char open[192] = "";
+        ppt_state_t *st = ppt_get();
+        int in_world = st && r->comm == st->world;
         if (r->wait_peers)
             r->wait_peers(r, open, sizeof open);
+        /* the ranks in `open` are numbered in the communicator, not the world */
         snprintf(out, len, "the other ranks of communicator %s in %s%s%s%s", cl,
-                 r->what ? r->what : "a collective",
-                 open[0] ? "; still open: " : "", open, open[0] ? " (communicator ranks)" : "");
+                 r->what ? r->what : "a collective", open[0] ? "; still open: " : "", open,
+                 open[0] && !in_world ? " (ranks of that communicator)" : "");
     }
 }
 

@@ -273,3 +273,69 @@ int prt_cfg_load(prt_config_t *c)
     }
     return cfg_check_limits(c);
 }
+
+/* Edit distance of a and b (each at most 63 characters), stopping at 3. */
+static int cfg_distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b), row[64], best;
+    if (la > 63 || lb > 63 || abs(la - lb) > 2)
+        return 3;
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = i;
+        best = row[0];
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < v)
+                v = up + 1;
+            if (row[j - 1] + 1 < v)
+                v = row[j - 1] + 1;
+            row[j] = v;
+            diag = up;
+            if (v < best)
+                best = v;
+        }
+        if (best > 2)
+            return 3;
+    }
+    return row[lb];
+}
+
+const char *prt_cfg_suggest(const char *name)
+{
+    const char *best = NULL;
+    int bestd = strlen(name) < 12 ? 2 : 3;   /* short names: one edit (PLAIT_OK is no PLAIT_CC) */
+    if (strncmp(name, "PLAIT_", 6) != 0)
+        return NULL;
+    for (size_t i = 0; i < PRT_CFG_COUNT; i++) {
+        int d = cfg_distance(name, prt_cfg_entries[i].name);
+        if (d == 0)
+            return NULL;   /* a setting */
+        if (d < bestd) {
+            bestd = d;
+            best = prt_cfg_entries[i].name;
+        }
+    }
+    return best;
+}
+
+/* Names only near a setting: the test and benchmark scripts pass their own
+ * PLAIT_* variables (PLAIT_BUILDDIR, PLAIT_TEST_NP...), which are not typos. */
+void prt_cfg_warn_typos(void)
+{
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        char name[64];
+        const char *eq = strchr(*e, '='), *near;
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (len >= sizeof name || strncmp(*e, "PLAIT_", 6) != 0)
+            continue;
+        memcpy(name, *e, len);
+        name[len] = '\0';
+        if ((near = prt_cfg_suggest(name)) != NULL)
+            prt_log(PRT_LOG_WARN, "%s is not a plait setting and is ignored: did you mean %s? "
+                    "(plait_info lists the settings)", name, near);
+    }
+}

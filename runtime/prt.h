@@ -115,6 +115,12 @@ typedef struct {
 } prt_config_t;
 
 int prt_cfg_load(prt_config_t *cfg);
+/* The setting a PLAIT_* name not among them was likely meant to be (at
+ * most 2 edits away), or NULL (a setting, not PLAIT_*, or nothing near). */
+const char *prt_cfg_suggest(const char *name);
+/* Warns once for each PLAIT_* variable of the environment that is no
+ * setting but is near one (a typo: it would be ignored silently). */
+void prt_cfg_warn_typos(void);
 /* Parses one value of a declared setting (used by load and by tests). */
 int prt_cfg_parse(const prt_cfg_entry_t *e, const char *text, void *out, size_t outlen);
 

@@ -92,6 +92,30 @@ static void test_load(void)
     TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "PLAIT_TIMEOUT='soon'"),
            "malformed PLAIT_TIMEOUT rejected: %s", plait_last_error());
     unsetenv("PLAIT_TIMEOUT");
+    setenv("PLAIT_COLL_SHM_SMALL", "64M", 1);
+    TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "PLAIT_COLL_SHM_SMALL"),
+           "PLAIT_COLL_SHM_SMALL above 1M rejected: %s", plait_last_error());
+    unsetenv("PLAIT_COLL_SHM_SMALL");
+}
+
+/* A misspelt setting is ignored; the name nearest to it is suggested, and
+ * the scripts' own PLAIT_* variables are not taken for typos. */
+static void suggest_is(const char *name, const char *want)
+{
+    const char *got = prt_cfg_suggest(name);
+    TAP_OK(got && !strcmp(got, want), "%s: did you mean %s (got %s)", name, want,
+           got ? got : "none");
+}
+
+static void test_suggest(void)
+{
+    suggest_is("PLAIT_TIMEOUTT", "PLAIT_TIMEOUT");
+    suggest_is("PLAIT_LOG_LEVL", "PLAIT_LOG_LEVEL");
+    suggest_is("PLAIT_CCC", "PLAIT_CC");
+    TAP_OK(!prt_cfg_suggest("PLAIT_TIMEOUT") && !prt_cfg_suggest("PLAIT_BUILDDIR") &&
+           !prt_cfg_suggest("PLAIT_TEST_NP") && !prt_cfg_suggest("PLAIT_OK") &&
+           !prt_cfg_suggest("OTHER_TIMEOUT") && !prt_cfg_suggest("PLAIT_PEERS_TAG"),
+           "no suggestion for a setting, other PLAIT_* names, or other prefixes");
 }
 
 int main(void)
@@ -101,5 +125,6 @@ int main(void)
     test_sizes();
     test_bool_enum_double();
     test_load();
+    test_suggest();
     return tap_done();
 }
