@@ -1780,6 +1780,72 @@ static void t_cubic_queue_guard(void)
     pp_conn_fini(&c);
 }
 
+/* Near a hold CUBIC grows one chunk per RTT (equal steps for every
+ * connection, so yields and steps even out shares: AIMD); CUBIC_NEAR_RTTS
+ * (8) smoothed RTTs after the last queue its curve grows faster again. */
+static double cubic_one_rtt(pp_conn_t *c, pp_ack_info_t *a)
+{
+    double w = c->cc.cwnd, acked = 0;
+    while (acked < w) {
+        c->cfg.cc->on_ack(c, a);
+        acked += a->acked;
+    }
+    return c->cc.cwnd - w;
+}
+
+static void t_cubic_near_queue(void)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    pp_ack_info_t a = {.now = 60000000, .acked = 1000, .rtt_ns = 300000, .path = 0};
+    double g1, g2, g3;
+    net_cfg(&cfg, 0, 1, 2);
+    cfg.cc = &pp_cc_cubic;
+    pp_conn_init(&c, &cfg);
+    c.min_rtt_ns = 100000;
+    c.srtt_ns = 1000000;
+    cubic_samples(&c, PP_RTT_RING, 1600000);   /* a standing queue: hold */
+    c.cfg.cc->on_ack(&c, &a);
+    TAP_OK(c.cc.held_ns == a.now && c.cc.ssthresh == c.cc.cwnd, "cubic: a standing queue is "
+           "remembered (held at %llu ns)", (unsigned long long)c.cc.held_ns);
+    cubic_samples(&c, PP_RTT_RING, 300000);    /* the queue drained */
+    a.now += 1000000;
+    g1 = cubic_one_rtt(&c, &a);
+    a.now += 2000000;
+    g2 = cubic_one_rtt(&c, &a);
+    TAP_OK(fabs(g1 - cfg.chunk) < 0.05 * cfg.chunk && fabs(g2 - cfg.chunk) < 0.05 * cfg.chunk,
+           "cubic: 1 and 3 RTTs after a hold, a window's worth of ACKs grows it one chunk "
+           "(%.0f, %.0f B; chunk %u)", g1, g2, cfg.chunk);
+    a.now += 9 * c.srtt_ns;   /* far from the last queue: the curve again */
+    cubic_one_rtt(&c, &a);
+    a.now += 3 * c.srtt_ns;
+    g3 = cubic_one_rtt(&c, &a);
+    TAP_OK(g3 > 2.0 * cfg.chunk, "cubic: %d RTTs without a queue, CUBIC's curve grows faster "
+           "(%.0f B in a window of ACKs)", 12, g3);
+    pp_conn_fini(&c);
+}
+
+/* pwin draws its candidates by path; with more of them a connection whose
+ * paths mostly sit on a queued link still finds the cheap ones. */
+static void t_pwin_choices(void)
+{
+    pp_conn_t c;
+    int cheap = 0, n = 4000;
+    pwin_conn(&c, 0);
+    for (uint32_t p = 0; p < c.cfg.npaths; p++) {
+        c.paths[p].qrtt_ns = p < c.cfg.npaths / 4 ? 100000 : 2000000;   /* 2 of 8 cheap */
+        c.paths[p].acked_sent_ns = 1000;
+    }
+    for (int i = 0; i < n; i++) {
+        int p = c.cfg.lb->select_path(&c, 2000);
+        cheap += p >= 0 && (uint32_t)p < c.cfg.npaths / 4;
+    }
+    /* two choices: 1 - (3/4)^2 = 44%; four: 1 - (3/4)^4 = 68% */
+    TAP_OK(cheap > n * 62 / 100 && cheap < n * 75 / 100, "pwin: the cheap quarter of the paths "
+           "takes %d of %d chunks (four random choices: 68%%)", cheap, n);
+    pp_conn_fini(&c);
+}
+
 /* ------------------------------------------------ referenced payloads */
 
 /* Reaps sender c[0]'s finished referenced messages into seen[cookie]
@@ -2189,6 +2255,8 @@ int main(void)
     t_piggyback();
     t_piggyback_gso();
     t_cubic_queue_guard();
+    t_cubic_near_queue();
+    t_pwin_choices();
     t_zc_retx_reads_ref();
     t_zc_after_last_ack();
     t_zc_give_up();

@@ -4,7 +4,9 @@
  *
  *  cubic  : loss-based; slow start, then W(t) = C (t - K)^3 + Wmax with t in
  *           milliseconds (datacenter RTTs are ~1000x shorter than the WAN ones
- *           CUBIC's constants were tuned for), never below the Reno estimate.
+ *           CUBIC's constants were tuned for), never below the Reno estimate;
+ *           holds (and slowly yields) at a standing queue, and grows one
+ *           chunk per RTT near one.
  *  swift  : delay-based; additive increase while the RTT is under a target
  *           (base RTT plus headroom), multiplicative decrease proportional to
  *           the excess, at most once per RTT.
@@ -113,6 +115,31 @@ static void cubic_queue_yield(pp_conn_t *c, uint64_t now, uint64_t q)
     s->last_dec_ns = now;
 }
 
+/* Near a standing queue the window grows one chunk per RTT, and CUBIC's
+ * curve resumes only after CUBIC_NEAR_RTTS smoothed RTTs without one.
+ * Why: after a hold the curve (t in ms, and t starts one queued RTT in)
+ * sets a target chunks above the window within an RTT or two, and the
+ * window follows it per ACKed byte: a growth of the same order as the
+ * window, so each connection kept its share between holds, while the 3%
+ * yields take the same share of each. Equal additive steps against equal
+ * shares yielded is AIMD: the shares converge. Far from any queue (a
+ * link freed, the first probe) the curve's fast growth still applies.
+ * plait-sim, two colliding pairs, 20 seeds: see pwin_select (lb.c); the
+ * single-connection scenarios moved by under 1%. On the issue-4 bed
+ * (16-core machine, PLAIT_STATS, 6 runs each) the colliding pairs went
+ * from a loss regime to a held one: timeout retransmissions 2200-3500 ->
+ * 56-195 per connection in 4 s, loss events 55-77 -> 8-14, the window
+ * 0.3-11 MB -> 0.25-0.46 MB, the sender waiting on pwin's path windows
+ * 1.1-1.7 s -> under 10 ms; the worse pair's share did not move (median
+ * 0.90 either way), the total rose (1.81-1.85 -> 1.84-1.85 Gbit/s). */
+#define CUBIC_NEAR_RTTS 8
+
+static int cubic_near_queue(const pp_conn_t *c, uint64_t now)
+{
+    const pp_ccstate_t *s = &c->cc;
+    return s->held_ns && now - s->held_ns < CUBIC_NEAR_RTTS * c->srtt_ns;
+}
+
 static void cubic_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
 {
     pp_ccstate_t *s = &c->cc;
@@ -123,12 +150,18 @@ static void cubic_on_ack(pp_conn_t *c, const pp_ack_info_t *a)
     if ((q = cubic_standing_queue(c)) != 0) {
         if (s->cwnd < s->ssthresh)
             s->ssthresh = s->cwnd;   /* leave slow start: the pipe is full */
-        s->epoch_ns = 0;             /* growth resumes from here, gently (K = 0) */
+        s->epoch_ns = 0;             /* the curve restarts from here (K = 0), once far */
+        s->held_ns = a->now;
         cubic_queue_yield(c, a->now, q);
         return;
     }
     if (s->cwnd < s->ssthresh) {
         s->cwnd = clampw(c, s->cwnd + a->acked);
+        return;
+    }
+    if (cubic_near_queue(c, a->now)) {
+        s->cwnd = clampw(c, s->cwnd + chunk * a->acked / s->cwnd);
+        s->epoch_ns = 0;
         return;
     }
     if (!s->epoch_ns) {

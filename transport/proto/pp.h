@@ -447,6 +447,7 @@ typedef struct {
 typedef struct {
     double   cwnd, ssthresh, wmax, k;     /* bytes; k in seconds (CUBIC) */
     uint64_t epoch_ns, last_dec_ns;
+    uint64_t held_ns;                     /* CUBIC: when it last saw a standing queue */
     double   w_est;                       /* CUBIC's Reno-friendly estimate */
     double   prev_rtt, grad;              /* delay gradient (ns, normalized) */
     double   tokens;                      /* dgpool: connection-level token pool, bytes */
