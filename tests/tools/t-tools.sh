@@ -59,7 +59,7 @@ check "plait_info runs without a launcher" \
     eval 'run_rc 0 "$INFO" && grep -q "^plait [0-9]" "$T/out" && grep -q "^Settings" "$T/out"'
 
 # Names declared in the source table, compared both ways with the listing.
-grep -o '"PLAIT_[A-Z0-9_]*"' "$S/runtime/config.c" | tr -d '"' | sort -u >"$T/src-names"
+grep -o '"PLAIT_[A-Z0-9][A-Z0-9_]*"' "$S/runtime/config.c" | tr -d '"' | sort -u >"$T/src-names"
 run_rc 0 "$INFO" --settings --parsable
 sed -n 's/^setting:\(PLAIT_[A-Z0-9_]*\):type:.*/\1/p' "$T/out" | sort -u >"$T/listed"
 if [ -s "$T/src-names" ] && diff "$T/src-names" "$T/listed" >"$T/diff"; then
