@@ -130,7 +130,8 @@ void pcoll_reduce(void *dst, const void *a, const void *b, size_t count, plait_d
 void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor);
 /* Which kernel family runs here: "avx512", "avx2" or "scalar". */
 const char *pcoll_reduce_isa(void);
-/* 1 if dt/op is a valid reduction; else 0 with *why set. */
+/* 1 if dt/op is a valid reduction; else 0 with *why set. op must be a
+ * plait_op_t (coll_check names one that is not, with its number). */
 int  pcoll_op_valid(plait_dtype_t dt, plait_op_t op, const char **why);
 
 /* ------------------------------------------------------------ algorithms */

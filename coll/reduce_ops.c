@@ -30,10 +30,6 @@
 
 int pcoll_op_valid(plait_dtype_t dt, plait_op_t op, const char **why)
 {
-    if ((unsigned)op > PLAIT_AVG) {
-        *why = "is not a plait_op_t";
-        return 0;
-    }
     if (dt == PLAIT_BYTE) {
         *why = "cannot be applied to PLAIT_BYTE (no arithmetic on raw bytes)";
         return 0;
