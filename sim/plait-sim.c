@@ -703,9 +703,9 @@ static void trace_sender(uint64_t t, int f, uint64_t nwin, const pp_conn_t *c)
     if (getenv("SIM_TRACE_PATHS"))
         for (uint32_t p = 0; p < c->cfg.npaths; p++)
             fprintf(stderr, "  path %u link %d cwnd %.0f infl %" PRIu64 " qrtt %" PRIu64
-                    " min %" PRIu64 " lost %" PRIu64 "\n", p, pmap[f][p], c->paths[p].cwnd,
-                    c->paths[p].inflight, c->paths[p].qrtt_ns, c->paths[p].st.min_rtt_ns,
-                    c->paths[p].st.lost);
+                    " min %" PRIu64 " lost %" PRIu64 " pkts %" PRIu64 "\n", p, pmap[f][p],
+                    c->paths[p].cwnd, c->paths[p].inflight, c->paths[p].qrtt_ns,
+                    c->paths[p].st.min_rtt_ns, c->paths[p].st.lost, c->paths[p].st.tx_pkts);
 }
 
 int main(int argc, char **argv)
