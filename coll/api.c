@@ -44,11 +44,13 @@ static int check_alltoallv(const char *fn, const pcoll_args_t *a, int n, int r)
                        !a->v->scounts ? "sendcounts" : !a->v->sdispls ? "sdispls"
                        : !a->v->rcounts ? "recvcounts" : "rdispls");
     for (int i = 0; i < n; i++) {
-        size_t lim = (size_t)PTRDIFF_MAX / a->es;   /* no larger object: a negative int */
-        if (a->v->scounts[i] > lim || a->v->sdispls[i] > lim - a->v->scounts[i])
+        size_t end;   /* of each block, in elements and then bytes */
+        if (__builtin_add_overflow(a->v->sdispls[i], a->v->scounts[i], &end) ||
+            !prt_buf_bytes(end, a->es, 1, &end))
             return prt_err(PLAIT_ERR_ARG, "%s: sdispls[%d] + sendcounts[%d] is larger than "
                            "any buffer (a negative count?)", fn, i, i);
-        if (a->v->rcounts[i] > lim || a->v->rdispls[i] > lim - a->v->rcounts[i])
+        if (__builtin_add_overflow(a->v->rdispls[i], a->v->rcounts[i], &end) ||
+            !prt_buf_bytes(end, a->es, 1, &end))
             return prt_err(PLAIT_ERR_ARG, "%s: rdispls[%d] + recvcounts[%d] is larger than "
                            "any buffer (a negative count?)", fn, i, i);
         any_s |= a->v->scounts[i] != 0;
@@ -84,9 +86,7 @@ static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
     /* multiplications, not divisions: a 64-bit divide costs tens of cycles,
      * which showed in the time of a count-0 call */
     size_t bytes;
-    if (__builtin_mul_overflow(a->count, a->es, &bytes) ||
-        __builtin_mul_overflow(bytes, (size_t)nblocks(a->coll, n), &bytes) ||
-        bytes > (size_t)PTRDIFF_MAX)   /* no larger object: a negative int converted */
+    if (!prt_buf_bytes(a->count, a->es, (size_t)nblocks(a->coll, n), &bytes))
         return prt_err(PLAIT_ERR_ARG, "%s: count %zu is larger than any buffer (a negative "
                        "count?)", fn, a->count);
     bufs_needed(a, comm->rank, &need_s, &need_r);

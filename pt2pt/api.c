@@ -250,12 +250,9 @@ static int pt_check(const char *fn, const void *buf, size_t count, plait_dtype_t
     PRT_CHECK(ppt_comm_check(comm, fn));
     if (esize == 0)
         return prt_err(PLAIT_ERR_ARG, "%s: dt %d is not a plait_dtype_t", fn, (int)dt);
-    /* no object is larger than PTRDIFF_MAX bytes: a count past it is a
-     * negative int converted to size_t, never a buffer */
-    if (count > (size_t)PTRDIFF_MAX / esize)
+    if (!prt_buf_bytes(count, esize, 1, bytes))
         return prt_err(PLAIT_ERR_ARG, "%s: count %zu is larger than any buffer (a negative "
                        "count?)", fn, count);
-    *bytes = count * esize;
     if (!buf && *bytes)
         return prt_err(PLAIT_ERR_ARG, "%s: buf is NULL with count %zu", fn, count);
     if ((peer < 0 || peer >= comm->size) && !(recv && peer == PLAIT_ANY_SOURCE))

@@ -21,6 +21,19 @@
 int prt_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *prt_err_text(void);
 
+/* The bytes of count elements of esize bytes, nblocks times over, into
+ * *bytes; 0 when that passes PTRDIFF_MAX, the largest object there can be:
+ * such a count is a negative int converted to size_t, never a buffer. */
+static inline int prt_buf_bytes(size_t count, size_t esize, size_t nblocks, size_t *bytes)
+{
+    size_t b;
+    if (__builtin_mul_overflow(count, esize, &b) || __builtin_mul_overflow(b, nblocks, &b) ||
+        b > (size_t)PTRDIFF_MAX)
+        return 0;
+    *bytes = b;
+    return 1;
+}
+
 /* Internal status check: on failure logs file:line at debug level and returns
  * the status from the enclosing function. */
 #define PRT_CHECK(call)                                                        \
