@@ -868,11 +868,20 @@ static void errors(ctx_t *x)
         memcpy(r4, c4, sizeof r4);
         r4[x->rank] = 1;
         expect_arg(plait_alltoallv(v, c4, d4, out, r4, d4, PLAIT_INT32, x->comm), "self count", "sendcounts");
+        /* an int -1 as a count, and a displacement whose block end wraps */
+        memcpy(r4, c4, sizeof r4);
+        r4[P - 1] = (size_t)-1;
+        expect_arg(plait_alltoallv(v, r4, d4, out, c4, d4, PLAIT_INT32, x->comm), "sendcount -1",
+                   "sdispls[");
+        memcpy(r4, d4, sizeof r4);
+        r4[P - 1] = SIZE_MAX - 1;
+        expect_arg(plait_alltoallv(v, c4, d4, out, c4, r4, PLAIT_INT32, x->comm), "rdispl wraps",
+                   "rdispls[");
     }
     /* count 0 with NULL buffers is fine, and every rank stays in step */
     CHECK_RC(plait_allreduce(NULL, NULL, 0, PLAIT_FLOAT32, PLAIT_AVG, x->comm));
     CHECK_RC(plait_gather(NULL, NULL, 0, PLAIT_INT8, 0, x->comm));
-    ncalls += 20;
+    ncalls += 22;
 
     /* Mismatched counts across ranks: an error or a timeout everywhere,
      * never a hang, never a write past the buffer. */
