@@ -327,7 +327,7 @@ static int rndv_coop(ppt_state_t *s, plait_request_t r, int world, size_t len, s
     if (!tl->ops->coop_open || !s->cfg.shm_coop_min || n < s->cfg.shm_coop_min ||
         tl->ops->coop_open(tl, world, addr, r->buf, n, &r->coop) != PLAIT_OK)
         return 0;
-    r->world = world;
+    __atomic_store_n(&r->world, world, __ATOMIC_RELAXED);   /* read unlocked: wait_on_network */
     r->sid = sid;
     r->total = len;
     control(s, world, PPT_COOP, sid, r->coop);
@@ -403,7 +403,7 @@ static void rndv_start(ppt_state_t *s, plait_request_t r, int world, int src, in
     if (rndv_coop(s, r, world, len, n, sid, addr))
         return;
     if (n && tl->ops->get) {
-        r->world = world;
+        __atomic_store_n(&r->world, world, __ATOMIC_RELAXED);   /* read unlocked: wait_on_network */
         r->sid = sid;
         r->total = len;
         r->raddr = addr;
@@ -447,7 +447,7 @@ static void rndv_finish(ppt_state_t *s, plait_request_t r, int world, int src, i
         r->st.source = src;
         r->st.tag = tag;
         r->total = len;
-        r->world = world;
+        __atomic_store_n(&r->world, world, __ATOMIC_RELAXED);   /* read unlocked: wait_on_network */
         r->sid = sid;
         rc = ppt_req_register(s, r) == PLAIT_OK ? PLAIT_OK : PLAIT_ERR_NOMEM;
         if (rc == PLAIT_OK)
@@ -546,7 +546,7 @@ void *ppt_rx_early(void *ctx, int world, const void *hdr, size_t hlen, size_t pl
         !(r = ppt_mq_find_posted(mq, h.src, h.tag)) || r->len < plen)
         return NULL;
     ppt_mq_unpost(mq, r);
-    r->world = world;
+    __atomic_store_n(&r->world, world, __ATOMIC_RELAXED);   /* read unlocked: wait_on_network */
     r->early = 1;
     s->early[world] = r;
     prt_trace('e', (int64_t)plen, world, 0);
@@ -775,10 +775,9 @@ static void rx_wdraw(ppt_state_t *s, int world, const ppt_hdr_t *h)
                                        "receive matched (its send failed: timed out?)", world));
 }
 
-void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void *payload,
-                  size_t plen)
+static void rx_frame(ppt_state_t *s, int world, const void *hdr, size_t hlen,
+                     const void *payload, size_t plen)
 {
-    ppt_state_t *s = ctx;
     ppt_hdr_t h;
     if (hlen < PPT_HDR_EAGER || hlen != ppt_hdr_len(((const uint8_t *)hdr)[0])) {
         prt_log(PRT_LOG_ERROR, "dropped a frame from rank %d with a %zu-byte header", world, hlen);
@@ -810,6 +809,18 @@ void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void
     default: break;
     }
     prt_log(PRT_LOG_ERROR, "dropped a malformed frame (type %d) from rank %d", h.type, world);
+}
+
+/* A frame may complete any thread's request, failed (a truncation, a
+ * withdrawn message): that detail is the request's, so it is kept apart
+ * from this thread's plait_last_error (transports also deliver frames
+ * from inside a send, outside a progress pass). */
+void ppt_rx_frame(void *ctx, int world, const void *hdr, size_t hlen, const void *payload,
+                  size_t plen)
+{
+    int err_side = prt_err_divert();
+    rx_frame(ctx, world, hdr, hlen, payload, plen);
+    prt_err_undivert(err_side);
 }
 
 /* ------------------------------------------------------ starting operations */

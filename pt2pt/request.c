@@ -74,9 +74,11 @@ void ppt_req_unregister(ppt_state_t *s, plait_request_t req)
     }
 }
 
+/* The pass may complete any thread's requests, failed ones too: their
+ * details go to the requests, not to this thread's plait_last_error. */
 int ppt_progress_locked(ppt_state_t *s)
 {
-    int n = 0;
+    int n = 0, err_side = prt_err_divert();
     plait_request_t r, next;
     for (int i = 0; i < s->ntl; i++) {
         n += s->tls[i]->ops->progress(s->tls[i], ppt_rx_frame, s);
@@ -101,6 +103,7 @@ int ppt_progress_locked(ppt_state_t *s)
             n++;
         }
     }
+    prt_err_undivert(err_side);
     return n;
 }
 
@@ -219,14 +222,18 @@ static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
     return prt_err(rc, "%s: %s while waiting for %s", fn, cause, what);
 }
 
-/* Whether req may wait on a rank of another host (tcp or udp). */
+/* Whether req may wait on a rank of another host (tcp or udp). Read
+ * without the lock (it only picks how to spin): another thread's progress
+ * may set req->world (an ANY_SOURCE receive matched), so it is read once,
+ * atomically, and bounds-checked. */
 static int wait_on_network(const ppt_state_t *s, plait_request_t req)
 {
+    int world = __atomic_load_n(&req->world, __ATOMIC_RELAXED);
     if (!s->tcp.ops && !s->udp.ops)
         return 0;
-    if (req->kind == PPT_REQ_COLL || req->world < 0 || req->world >= s->job.size)
+    if (req->kind == PPT_REQ_COLL || world < 0 || world >= s->job.size)
         return 1;
-    return s->tl_of[req->world] && s->tl_of[req->world] != &s->shm;
+    return s->tl_of[world] && s->tl_of[world] != &s->shm;
 }
 
 /*

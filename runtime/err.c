@@ -6,22 +6,38 @@
 
 #include "runtime/prt.h"
 
-/* Per-thread detail: a thread that fails reads its own message, never another's. */
-static _Thread_local char prt_err_buf[512];
+/* Per-thread detail: a thread that fails reads its own message, never
+ * another's. Side 0 is what plait_last_error shows; side 1 takes the
+ * errors made while the thread works for others (prt_err_divert): a
+ * progress pass that fails another thread's request writes its detail
+ * there, and the request keeps a copy, so this thread's own last failure
+ * stays as it was. */
+static _Thread_local char prt_err_buf[2][512];
+static _Thread_local int prt_err_side;
 
 int prt_err(int code, const char *fmt, ...)
 {
+    char *buf = prt_err_buf[prt_err_side];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prt_err_buf, sizeof prt_err_buf, fmt, ap);
+    vsnprintf(buf, sizeof prt_err_buf[0], fmt, ap);
     va_end(ap);
-    prt_log(PRT_LOG_DEBUG, "error %s: %s", plait_strerror(code), prt_err_buf);
+    prt_log(PRT_LOG_DEBUG, "error %s: %s", plait_strerror(code), buf);
     return code;
 }
 
-const char *prt_err_text(void) { return prt_err_buf; }
+const char *prt_err_text(void) { return prt_err_buf[prt_err_side]; }
 
-const char *plait_last_error(void) { return prt_err_buf; }
+const char *plait_last_error(void) { return prt_err_buf[0]; }
+
+int prt_err_divert(void)
+{
+    int was = prt_err_side;
+    prt_err_side = 1;
+    return was;
+}
+
+void prt_err_undivert(int was) { prt_err_side = was; }
 
 const char *plait_strerror(int result)
 {

@@ -20,6 +20,12 @@
 /* Records a detailed message for this thread (plait_last_error) and returns code. */
 int prt_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *prt_err_text(void);
+/* Work done for others (a progress pass completing any thread's requests)
+ * records its errors apart from this thread's plait_last_error, until
+ * prt_err_undivert with what prt_err_divert returned; prt_err_text reads
+ * the side in use, so a request failed meanwhile copies its own detail. */
+int prt_err_divert(void);
+void prt_err_undivert(int was);
 
 /* The bytes of count elements of esize bytes, nblocks times over, into
  * *bytes; 0 when that passes PTRDIFF_MAX, the largest object there can be:

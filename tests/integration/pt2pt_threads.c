@@ -7,10 +7,16 @@
  *     ANY_TAG), so only communicator isolation keeps the threads' messages
  *     apart; per-source order is checked too.
  * Sizes are mixed up to 128 KiB, so eager and rendezvous paths run concurrently.
+ *  3. error details stay with their thread: a receive of thread A truncates
+ *     while A sleeps and the main thread's progress (exchanges that succeed)
+ *     completes it; the main thread's plait_last_error must still be its own
+ *     last failure, and A's wait reports the truncation.
  */
 #include "common.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 #define NTHREADS 8
 #define MAXLEN   (128 * 1024)
@@ -102,6 +108,54 @@ static void own_comm(int t)
     free(sreq); free(sbuf); free(buf); free(next);
 }
 
+#define TAG_TRUNC 999999
+static atomic_int trunc_posted, trunc_go;
+
+static void *trunc_thread(void *arg)
+{
+    static char small[64];
+    plait_request_t req;
+    plait_status_t st;
+    (void)arg;
+    CHECK_RC(plait_irecv(small, sizeof small, PLAIT_BYTE, (rank + size - 1) % size, TAG_TRUNC,
+                         plait_comm_world(), &req));
+    atomic_store(&trunc_posted, 1);
+    while (!atomic_load(&trunc_go))
+        usleep(1000);   /* no plait call: only the main thread's progress runs */
+    CHECK_RC_IS(plait_wait(&req, &st), PLAIT_ERR_TRUNCATE);
+    CHECK(strstr(plait_last_error(), "truncated") != NULL, "thread A's detail: '%s'",
+          plait_last_error());
+    return NULL;
+}
+
+static void error_detail_per_thread(void)
+{
+    static char big[1000];
+    char mine[512];
+    pthread_t a;
+    plait_comm_t w = plait_comm_world();
+    t_case = "error detail stays with its thread";
+    atomic_store(&trunc_posted, 0);
+    atomic_store(&trunc_go, 0);
+    CHECK(pthread_create(&a, NULL, trunc_thread, NULL) == 0, "pthread_create");
+    while (!atomic_load(&trunc_posted))
+        usleep(1000);
+    CHECK_RC(plait_barrier(w));   /* every thread A has posted */
+    CHECK_RC(plait_send(big, sizeof big, PLAIT_BYTE, (rank + 1) % size, TAG_TRUNC, w));
+    CHECK_RC_IS(plait_send(big, 1, PLAIT_BYTE, size + 7, 0, w), PLAIT_ERR_ARG);
+    snprintf(mine, sizeof mine, "%s", plait_last_error());
+    for (int i = 0; i < 50; i++) {   /* progress that succeeds, completing A's receive */
+        plait_request_t q[2];
+        CHECK_RC(plait_irecv(NULL, 0, PLAIT_BYTE, (rank + size - 1) % size, 5, w, &q[0]));
+        CHECK_RC(plait_isend(NULL, 0, PLAIT_BYTE, (rank + 1) % size, 5, w, &q[1]));
+        CHECK_RC(plait_waitall(2, q, NULL));
+    }
+    CHECK(strcmp(plait_last_error(), mine) == 0, "the main thread's detail became '%s' (was '%s')",
+          plait_last_error(), mine);
+    atomic_store(&trunc_go, 1);
+    pthread_join(a, NULL);
+}
+
 static void *thread_main(void *arg)
 {
     int t = (int)(intptr_t)arg;
@@ -123,6 +177,7 @@ int main(void)
     for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
     t_case = "after threads";
     CHECK_RC(plait_barrier(plait_comm_world()));
+    error_detail_per_thread();
     for (int t = 0; t < NTHREADS; t++) CHECK_RC(plait_comm_free(&tcomm[t]));
     if (rank == 0) printf("pt2pt_threads: %d ranks x %d threads ok\n", size, NTHREADS);
     t_finalize();

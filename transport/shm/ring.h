@@ -69,7 +69,7 @@ static inline shm_slot_t *shm_ring_peek(const shm_ring_t *r, uint64_t pos)
 static inline void shm_ring_release(const shm_ring_t *r, shm_slot_t *s, uint64_t *pos)
 {
     atomic_store_explicit(&s->seq, *pos + r->mask + 1, memory_order_release);
-    (*pos)++;
+    __atomic_store_n(pos, *pos + 1, __ATOMIC_RELAXED);   /* read unlocked: shm_any_pending */
 }
 
 #endif

@@ -376,10 +376,15 @@ static void shm_wake(shm_ctl_t *c)
 
 void ptl_shm_wake_self(ptl_tl_t *tl) { shm_wake(shm_of(tl)->seg); }
 
+/* Called without the state lock (a waiter about to sleep): a receive pass
+ * may be moving rxpos meanwhile, so it is read atomically; a stale value
+ * only makes the waiter look at a slot already taken and sleep, which the
+ * wake-up word and the capped sleep cover. */
 static int shm_any_pending(shm_t *s)
 {
     for (int i = 0; s->nlocal > 1 && i < s->nlocal; i++)
-        if (i != s->me && shm_ring_peek(&s->peers[i].rx, s->peers[i].rxpos))
+        if (i != s->me &&
+            shm_ring_peek(&s->peers[i].rx, __atomic_load_n(&s->peers[i].rxpos, __ATOMIC_RELAXED)))
             return 1;
     return 0;
 }
