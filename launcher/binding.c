@@ -141,14 +141,28 @@ int plr_bind_map(hwloc_topology_t topo, plr_bind_policy_t pol, int nranks, int r
     return 0;
 }
 
+/* The machine as far as this process may use it: restricted to the CPUs
+ * plaitrun (or its daemon) was started on, so that a job given part of a
+ * node (taskset, a Slurm step's cpuset, a shared node) counts, maps and
+ * binds its ranks within that part, as mpirun does, instead of piling every
+ * job onto cores 0, 1, ... */
 static int plr_bind_topo_load(hwloc_topology_t *topo)
 {
+    hwloc_bitmap_t allowed;
     if (hwloc_topology_init(topo) != 0)
         return -1;
     if (hwloc_topology_load(*topo) != 0) {
         hwloc_topology_destroy(*topo);
         return -1;
     }
+    allowed = hwloc_bitmap_alloc();
+    if (allowed && hwloc_get_cpubind(*topo, allowed, HWLOC_CPUBIND_PROCESS) == 0 &&
+        !hwloc_bitmap_iszero(allowed) &&
+        !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(*topo), allowed) &&
+        hwloc_topology_restrict(*topo, allowed, 0) != 0)
+        fprintf(stderr, "plaitrun: warning: cannot restrict the topology to this process's "
+                        "CPUs; binding may use others\n");
+    hwloc_bitmap_free(allowed);
     return 0;
 }
 

@@ -326,6 +326,21 @@ mine=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
 [ $rc = 0 ] && [ "$(grep -c 'not bound' "$err")" = 2 ] && [ "$(cut -d' ' -f2 "$out" | sort -u)" = "$mine" ]
 check "--bind-to none: ranks keep plaitrun's CPUs" $? "stdout: $(cat "$out")"
 
+# plaitrun started on part of the machine binds within that part (as
+# mpirun does under a cpuset): on the last CPU alone, rank 0 goes there.
+hi=$(echo "$mine" | tr ',-' '\n\n' | tail -1)
+if [ "$ncpu" -ge 2 ] && command -v taskset >/dev/null && [ "$hi" != 0 ]; then
+    out=$WORK/bindmask.out; err=$WORK/bindmask.err
+    elapsed=0; timeout -s KILL $GUARD taskset -c "$hi" "$PLAITRUN" -n 1 --bind-to core --report-bindings \
+        sh -c "$cpus_of_ranks" >"$out" 2>"$err" </dev/null
+    rc=$?
+    [ $rc = 0 ] && grep -q "bound to core [0-9]* (cpus $hi)$" "$err" && [ "$(cat "$out")" = "0 $hi" ]
+    check "started on CPU $hi only (taskset): the rank is bound there, not to core 0" $? \
+        "exit $rc, stderr: $(cat "$err"), stdout: $(cat "$out")"
+else
+    skip "started on one CPU (taskset)" "one CPU or no taskset"
+fi
+
 run bindnuma -n 2 --bind-to numa --report-bindings "$CLIENT"
 [ $rc = 0 ] && [ "$(grep -c 'bound to numa' "$err")" = 2 ]; check "--bind-to numa" $?
 
