@@ -9,6 +9,7 @@
 
 #include "launcher/plr.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -182,8 +183,11 @@ static int plr_parse_one(plr_opts_t *o, int argc, char **argv, int *i)
             return plr_usage_error("option '%s' needs a command", a);
         o->agent = v;
     } else if (plr_is(a, "--head-address")) {
+        struct in_addr ip;
         if ((v = plr_optval(argc, argv, i, "--head-address")) == NULL)
             return plr_usage_error("option '%s' needs an IPv4 address", a);
+        if (inet_pton(AF_INET, v, &ip) != 1)
+            return plr_usage_error("invalid --head-address '%s' (an IPv4 address, e.g. 10.0.0.1)", v);
         o->head_addr = v;
     } else if (plr_is(a, "--fanout")) {
         if ((v = plr_optval(argc, argv, i, "--fanout")) == NULL || !plr_parse_int(v, &o->fanout))

@@ -540,6 +540,7 @@ int main(int argc, char **argv)
         ptool_print(&info, fmt, all);
     fflush(stdout);
     ptool_report_invalid(&info);
+    prt_cfg_warn_typos();   /* a misspelt setting, as plait_init warns of it */
     free(info.settings);
     free(info.transports);
     return info.ninvalid || info.general_error[0] ? 1 : 0;

@@ -141,15 +141,21 @@ static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const c
         return PTOOL_COLL_RUN;
     case 'd':
         if (ptool_parse_type(arg, &o->dtype) != 0)
-            return ptool_perr(err, prog, "unknown datatype '%s'", arg);
+            return ptool_perr(err, prog, "unknown datatype '%s' (int8 uint8 int32 uint32 int64 "
+                              "uint64 half bfloat16 float double; or char int float16 bf16 "
+                              "float32 float64)", arg);
         return PTOOL_COLL_RUN;
     case 'o':
         if ((o->op = ptool_lookup(arg, ptool_op_names, PTOOL_O_N)) < 0)
             return ptool_perr(err, prog, "unknown op '%s' (sum prod max min avg)", arg);
         return PTOOL_COLL_RUN;
     case 'r': case 'n': case 'w': case 'c': case 'I':
-        if (ptool_parse_long(arg, c == 'n' ? 1 : 0, c == 'I' ? 2 : 100000000L, &v) != 0)
-            return ptool_perr(err, prog, "invalid number '%s'", arg);
+        if (ptool_parse_long(arg, c == 'n' ? 1 : 0, c == 'I' ? 2 : 100000000L, &v) != 0) {
+            char fmt[80];   /* name the flag and its range */
+            snprintf(fmt, sizeof fmt, "-%c '%%s': expected a whole number from %d to %ld", c,
+                     c == 'n', c == 'I' ? 2 : 100000000L);
+            return ptool_perr(err, prog, fmt, arg);
+        }
         if (c == 'r') o->root = (int)v;
         else if (c == 'n') o->iters = v;
         else if (c == 'w') o->warmup = v;
@@ -200,7 +206,8 @@ int ptool_coll_parse(int argc, char **argv, ptool_coll_opts_t *o, const char *pr
     if (optind >= argc)
         return ptool_perr(err, prog, "%s", "which collective? (e.g. allreduce)");
     if ((o->coll = ptool_lookup(argv[optind], ptool_coll_names, PTOOL_C_N)) < 0)
-        return ptool_perr(err, prog, "unknown collective '%s'", argv[optind]);
+        return ptool_perr(err, prog, "unknown collective '%s' (allreduce allgather reduce_scatter "
+                          "alltoall bcast reduce gather scatter alltoallv barrier)", argv[optind]);
     if (optind + 1 < argc)
         return ptool_perr(err, prog, "unexpected argument '%s'", argv[optind + 1]);
     if (o->min_bytes > o->max_bytes)
@@ -705,7 +712,7 @@ int ptool_coll_run(const ptool_coll_opts_t *o, const ptool_coll_backend_t *be)
 {
     ptool_cctx_t c = {.o = o, .be = be, .n = be->size, .rank = be->rank,
                       .es = (int)ptool_type_size[o->dtype]};
-    size_t b = o->min_bytes;
+    size_t b = o->min_bytes, last_count = SIZE_MAX;
 
     if (ptool_is_rooted(o->coll) && (o->root < 0 || o->root >= c.n)) {
         if (c.rank == 0)
@@ -728,11 +735,16 @@ int ptool_coll_run(const ptool_coll_opts_t *o, const ptool_coll_backend_t *be)
         ptool_cres_t res[2];
         int run[2] = {o->inplace != 1, o->inplace != 0};
         ptool_layout(&c, b);
-        for (int ip = 0; ip < 2; ip++)
-            if (run[ip])
-                ptool_measure(&c, ip, &res[ip]);
-        if (c.rank == 0)
-            ptool_row(&c, res, run);
+        if (c.count != last_count || o->coll == PTOOL_C_BARRIER) {
+            /* sizes that round to the count just measured (-b 0: 0, 1, 2, 4 bytes
+             * of floats are all 0 elements) would repeat its row */
+            for (int ip = 0; ip < 2; ip++)
+                if (run[ip])
+                    ptool_measure(&c, ip, &res[ip]);
+            if (c.rank == 0)
+                ptool_row(&c, res, run);
+            last_count = c.count;
+        }
         if (o->coll == PTOOL_C_BARRIER || b >= o->max_bytes)
             break;
         b = ptool_next(o, b);

@@ -298,6 +298,17 @@ static void ptool_sync(ptool_ctx_t *c)
     }
 }
 
+/* Rank 0's verdict (0 or 1) handed to rank 1, so both stop together. */
+static unsigned char ptool_share_verdict(ptool_ctx_t *c, unsigned char v)
+{
+    const ptool_pt2pt_backend_t *be = c->be;
+    if (be->rank == 0)
+        PTOOL_CALL(be, be->send(&v, 1, c->peer, TAG_SYNC), "verdict send");
+    else
+        PTOOL_CALL(be, be->recv(&v, 1, c->peer, TAG_SYNC), "verdict recv");
+    return v;
+}
+
 /* Both ranks learn the sum of wrong bytes seen by either, so both exit 1. */
 static uint64_t ptool_gather_wrong(ptool_ctx_t *c, uint64_t mine)
 {
@@ -619,6 +630,11 @@ int ptool_pt2pt_run(const ptool_pt2pt_opts_t *o, const ptool_pt2pt_backend_t *be
         ptool_fill(c.sbuf, c.cap, ptool_mix(c.cap));
     if (be->rank == 0 && o->json_path)
         ptool_json_open(&c);
+    if (o->json_path && ptool_share_verdict(&c, be->rank == 0 && !c.json)) {
+        free(c.sbuf);   /* an unwritable --json file: refused before measuring, as coll does */
+        free(c.rbuf);
+        return 2;
+    }
     if (o->modes & PTOOL_MODE_LATENCY)
         ptool_run_mode(&c, PTOOL_MODE_LATENCY);
     if (o->modes & PTOOL_MODE_BW)

@@ -295,6 +295,7 @@ usage_case "-n 0" "invalid number of ranks" -n 0 "$CLIENT"
 usage_case "-n abc" "invalid number of ranks" -n abc "$CLIENT"
 usage_case "bad --bind-to" "invalid --bind-to" --bind-to socket "$CLIENT"
 usage_case "bad --timeout" "invalid --timeout" --timeout -3 "$CLIENT"
+usage_case "bad --head-address" "invalid --head-address" --host a:1,b:1 --head-address 999.1.1.1 "$CLIENT"
 usage_case "bad -x" "invalid -x" -x 1BAD=x "$CLIENT"
 
 run help --help

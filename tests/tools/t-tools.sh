@@ -99,6 +99,9 @@ check "plait_info --version matches plait.h ($maj.$min.$pat)" \
 check "plait_info rejects an unknown option (exit 2)" \
     eval 'run_rc 2 "$INFO" --no-such-option && grep -q "help" "$T/err"'
 
+check "plait_info warns of a misspelt setting, naming the one meant (exit 0)" \
+    eval 'PLAIT_TIMEOUTT=5 run_rc 0 "$INFO" -s && grep -q "PLAIT_TIMEOUTT .*did you mean PLAIT_TIMEOUT?" "$T/err"'
+
 check "plait_info --algorithms: the table, and still exit 1 on a malformed setting" \
     eval 'run_rc 0 "$INFO" --algorithms && grep -q "^  allreduce " "$T/out" &&
           PLAIT_ALLREDUCE_ALGO=bogus run_rc 1 "$INFO" -a && grep -q "PLAIT_ALLREDUCE_ALGO" "$T/err"'
@@ -241,6 +244,15 @@ r = d[\"results\"][0]; assert (d[\"op\"], d[\"root\"], r[\"count\"]) == (\"none\
     check "plait-bench coll -a with an unknown name: usage error naming the choices (exit 2)" \
         eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -e 8 -n 1 -a 1 &&
               grep -q "recursive_doubling" "$T/err"'
+    check "plait-bench coll -b 0: sizes that round to one count give one row (0, 8, 16 bytes)" \
+        eval 'run_rc 0 "$PLAITRUN" -n 2 "$BENCH" coll allgather -b 0 -e 16 -n 1 -w 0 &&
+              test "$(grep -v "^#" "$T/out" | awk "NF > 8 {print \$1}" | tr "\n" " ")" = "0 8 16 "'
+    check "plait-bench coll -n 0: usage error naming the flag and its range (exit 2)" \
+        eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -n 0 &&
+              grep -q "^plait-bench coll: -n .0.: expected a whole number from 1 to" "$T/err"'
+    check "plait-bench pt2pt: a --json file that cannot be written fails before measuring (exit 2)" \
+        eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" pt2pt latency -e 8 -n 2 -j /nonexistent/x.json &&
+              grep -q "cannot write" "$T/err" && ! grep -q "^8 " "$T/out"'
     check "plait-bench coll: an algorithm forced by PLAIT_ALLREDUCE_ALGO shows in the header" \
         eval 'run_rc 0 "$PLAITRUN" -n 2 -x PLAIT_ALLREDUCE_ALGO=ring "$BENCH" coll allreduce -e 8 -n 1 &&
               grep -q "algorithm: ring" "$T/out"'
