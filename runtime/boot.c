@@ -311,8 +311,8 @@ static int boot_fence(prt_job_t *job, bool collect)
         return PLAIT_OK;
     PMIX_PROC_LOAD(&wild, bp->self.nspace, PMIX_RANK_WILDCARD);
     PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    int secs = (int)(job->timeout_s + 0.999);   /* PMIx takes whole seconds */
     if (job->timeout_s > 0) {   /* a rank that died before joining must not hang the rest */
-        int secs = (int)(job->timeout_s + 0.999);
         PMIX_INFO_LOAD(&info[ninfo], PMIX_TIMEOUT, &secs, PMIX_INT);
         ninfo++;
     }
@@ -320,8 +320,8 @@ static int boot_fence(prt_job_t *job, bool collect)
     for (size_t i = 0; i < ninfo; i++)
         PMIX_INFO_DESTRUCT(&info[i]);
     if (rc == PMIX_ERR_TIMEOUT)
-        return prt_err(PLAIT_ERR_TIMEOUT, "PMIx Fence timed out after %.0f s (PLAIT_TIMEOUT): a "
-                       "rank did not join the job", job->timeout_s);
+        return prt_err(PLAIT_ERR_TIMEOUT, "PMIx Fence timed out after %d s (PLAIT_TIMEOUT, in "
+                       "whole seconds): a rank did not join the job", secs);
     return rc == PMIX_SUCCESS ? PLAIT_OK : boot_pmix_err(rc, "Fence");
 }
 
