@@ -4,7 +4,8 @@
  * complete lines of one read leave in one write(), so output of different
  * ranks never interleaves inside a line.  A partial last line waits for its
  * newline, for EOF, or until it exceeds PLR_LINE_MAX (then it is cut there,
- * the one case where a line is split). */
+ * the one case where a line is split). A tail left at EOF is ended with a
+ * newline. */
 #include "config.h"
 
 #include "launcher/plr.h"
@@ -122,10 +123,20 @@ static void plr_stream_flush_lines(plr_stream_t *s, bool tag)
     s->len -= n;
 }
 
+/* A rank's last, unfinished line: ended with a newline (tagging adds it
+ * already), so the next rank's output starts on a line of its own instead
+ * of continuing this one. */
+static void plr_stream_emit_tail(plr_stream_t *s, bool tag)
+{
+    plr_stream_emit(s, s->len, tag, true);
+    if (!tag && !plr_stream_sink && s->len && s->buf[s->len - 1] != '\n')
+        plr_write_all(s->out_fd, "\n", 1);
+    s->len = 0;
+}
+
 static void plr_stream_eof(plr_stream_t *s, bool tag)
 {
-    plr_stream_emit(s, s->len, tag, true);   /* the partial tail, if any */
-    s->len = 0;
+    plr_stream_emit_tail(s, tag);   /* the partial tail, if any */
     close(s->fd);
     s->fd = -1;
 }
@@ -180,8 +191,7 @@ void plr_stream_feed(plr_stream_t *s, const char *p, size_t n, bool tag)
 
 void plr_stream_flush_tail(plr_stream_t *s, bool tag)
 {
-    plr_stream_emit(s, s->len, tag, true);
-    s->len = 0;
+    plr_stream_emit_tail(s, tag);
 }
 
 bool plr_stream_read(plr_stream_t *s, bool tag)

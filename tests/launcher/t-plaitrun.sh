@@ -154,6 +154,11 @@ run tail -n 2 --tag-output sh -c 'printf "no newline at the end"'
 [ $rc = 0 ] && [ "$(sort "$out" | tr '\n' '|')" = "[0] no newline at the end|[1] no newline at the end|" ]
 check "a partial last line is flushed at EOF" $? "stdout: $(cat "$out")"
 
+run tailnotag -n 3 sh -c 'printf "tail of rank $PMIX_RANK"'
+[ $rc = 0 ] && [ "$(sort "$out" | tr '\n' '|')" = "tail of rank 0|tail of rank 1|tail of rank 2|" ]
+check "without --tag-output: each rank's unfinished last line ends a line of its own" $? \
+    "stdout: $(cat "$out")"
+
 shm_before=$(shm_list)
 t0=$SECONDS
 echo "hello from stdin" | timeout -s KILL $GUARD "$PLAITRUN" -n 2 "$CLIENT" stdin >"$WORK/stdin.out" 2>"$WORK/stdin.err"
