@@ -149,11 +149,12 @@ static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const c
         if ((o->op = ptool_lookup(arg, ptool_op_names, PTOOL_O_N)) < 0)
             return ptool_perr(err, prog, "unknown op '%s' (sum prod max min avg)", arg);
         return PTOOL_COLL_RUN;
-    case 'r': case 'n': case 'w': case 'c': case 'I':
-        if (ptool_parse_long(arg, c == 'n' ? 1 : 0, c == 'I' ? 2 : 100000000L, &v) != 0) {
+    case 'r': case 'n': case 'w': case 'c': case 'I': {
+        long lo = c == 'n' ? 1 : 0, hi = c == 'I' ? 2 : 100000000L;
+        if (ptool_parse_long(arg, lo, hi, &v) != 0) {
             char fmt[80];   /* name the flag and its range */
-            snprintf(fmt, sizeof fmt, "-%c '%%s': expected a whole number from %d to %ld", c,
-                     c == 'n', c == 'I' ? 2 : 100000000L);
+            snprintf(fmt, sizeof fmt, "-%c '%%s': expected a whole number from %ld to %ld", c,
+                     lo, hi);
             return ptool_perr(err, prog, fmt, arg);
         }
         if (c == 'r') o->root = (int)v;
@@ -162,6 +163,7 @@ static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const c
         else if (c == 'c') o->check = (int)v;
         else o->inplace = (int)v;
         return PTOOL_COLL_RUN;
+    }
     case 'a': o->algo = arg; return PTOOL_COLL_RUN;
     case 'H': o->hash = 1; return PTOOL_COLL_RUN;
     case 'J': o->json_path = arg; return PTOOL_COLL_RUN;
