@@ -118,7 +118,8 @@ typedef struct plr_job {
 /* ---- events handed from the PMIx thread to the main loop (plr_server.c) */
 typedef enum {
     PLR_EV_CONNECTED, PLR_EV_FINALIZED, PLR_EV_ABORT,
-    PLR_EV_FENCE,        /* fence_nb on a daemon: data/ndata, fn/cbdata to complete */
+    PLR_EV_FENCE,        /* fence_nb on a daemon: data/ndata, fn/cbdata to complete,
+                          * code the caller's timeout in seconds (0: none) */
     PLR_EV_DMDX,         /* direct_modex for rank: fn/cbdata to complete */
     PLR_EV_DMDX_DATA,    /* local data for a remote request: code status, cbdata the request */
 } plr_event_type_t;
@@ -138,6 +139,7 @@ int  plr_server_setup_rank(plr_job_t *job, int rank, char ***env);
 void plr_server_fini(plr_job_t *job);
 /* Completes a fence/direct-modex callback saved in an event (data: heap, taken). */
 void plr_server_complete(void *fn, void *cbdata, int status, char *data, size_t ndata);
+void plr_server_timed_out(void *fn, void *cbdata);   /* the same, with PMIX_ERR_TIMEOUT */
 /* Asks the local PMIx server for rank's data on behalf of a remote daemon;
  * the answer comes back as a PLR_EV_DMDX_DATA event carrying ctx. */
 int  plr_server_dmodex_request(plr_job_t *job, int rank, void *ctx);
@@ -169,6 +171,8 @@ void plr_proc_check_unjoined(plr_job_t *job);
 #define PLR_UNJOINED_TEXT "exited without joining the job (it never called plait_init), " \
                           "so the ranks that did would wait for it for ever"
 void plr_proc_signal_all(plr_job_t *job, int sig);
+void plr_ranks_format(const plr_job_t *job, char *buf, size_t cap,
+                      bool (*want)(const plr_job_t *job, int r, const void *ctx), const void *ctx);
 void plr_proc_on_signal(plr_job_t *job, int sig);
 void plr_job_fail(plr_job_t *job, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -193,6 +197,7 @@ int  plr_daemon_main(int argc, char **argv);
 void plr_head_signal(plr_job_t *job, int sig);
 void plr_head_reap(plr_job_t *job);
 void plr_daemon_report_exit(plr_job_t *job, plr_rank_t *rk);
+void plr_daemon_report_connected(plr_job_t *job, const plr_rank_t *rk);
 /* Tells the head when this daemon's ranks change between "one exited
  * without joining" and "joined ones wait" (plr_proc_check_unjoined). */
 void plr_daemon_report_join(plr_job_t *job, const plr_rank_t *unjoined, bool waiting);

@@ -37,7 +37,8 @@
 typedef struct plr_dfence {
     uint32_t   seq;
     bool       have_local;
-    void      *fn, *cbdata;        /* the local PMIx fence to complete */
+    void      *fn, *cbdata;        /* the local PMIx fence to complete (NULL: done) */
+    double     deadline;           /* its ranks' PMIX_TIMEOUT ends then (0: none) */
     char      *local;
     size_t     nlocal;
     int        got;                /* children heard from */
@@ -136,6 +137,16 @@ void plr_daemon_report_join(plr_job_t *job, const plr_rank_t *unjoined, bool wai
     free(b.p);
 }
 
+/* The head names the ranks that had not joined when a job ends early. */
+void plr_daemon_report_connected(plr_job_t *job, const plr_rank_t *rk)
+{
+    plr_pack_t b = { 0 };
+    plr_put_u32(&b, (uint32_t)rk->rank);
+    if (!b.bad)
+        plr_d_up(job, PLR_MSG_JOINED, b.p, b.len);
+    free(b.p);
+}
+
 /* Along the tree: to a child whose subtree holds dest, else up. */
 static void plr_d_route(plr_job_t *job, int type, int src, int dest, const void *p, size_t n)
 {
@@ -224,6 +235,7 @@ static void plr_d_fence_local(plr_job_t *job, plr_event_t *ev)
     f->have_local = true;
     f->fn = ev->fn;
     f->cbdata = ev->cbdata;
+    f->deadline = ev->code > 0 ? plr_now() + ev->code : 0;
     f->local = ev->data;
     f->nlocal = ev->ndata;
     ev->data = NULL;
@@ -580,6 +592,14 @@ void plr_daemon_tick(plr_job_t *job)
     for (int s = 0; s < PLR_DMAX_PENDING; s++)
         if (d->pending[s] && now > d->pending[s]->deadline)
             plr_d_refuse(job, s);
+    /* This host's ranks gave up on a fence (their PMIX_TIMEOUT): they get
+     * the timeout now; the fence stays listed for its result, if it ever
+     * comes, to be dropped (plr_d_fence_down). */
+    for (plr_dfence_t *f = d->fences; f; f = f->next)
+        if (f->fn && f->deadline > 0 && now > f->deadline) {
+            plr_server_timed_out(f->fn, f->cbdata);
+            f->fn = NULL;
+        }
 }
 
 /* ------------------------------------------------------------ the job */

@@ -313,17 +313,19 @@ static bool plr_in_subtree(int node, int top, int fanout)
     return false;
 }
 
+static bool plr_head_rank_on(const plr_job_t *job, int r, const void *node)
+{
+    return job->rank_node[r] == *(const int *)node;
+}
+
 /* A daemon is gone: so are its ranks and those of every daemon below it. */
 static void plr_head_node_lost(plr_job_t *job, int node, const char *why)
 {
     plr_head_t *hd = plr_head_of(job);
     if (hd->lost[node])
         return;
-    char ranks[256] = "";
-    size_t len = 0;
-    for (int r = 0; r < job->size; r++)
-        if (job->rank_node[r] == node && len < sizeof(ranks) - 16)
-            len += (size_t)snprintf(ranks + len, sizeof(ranks) - len, len ? ",%d" : "%d", r);
+    char ranks[256];
+    plr_ranks_format(job, ranks, sizeof ranks, plr_head_rank_on, &node);
     plr_job_fail(job, 1, PLR_NAME ": lost the daemon on host %s (ranks %s): %s",
                  job->node_names[node], ranks, why);
     for (int n = 0; n < job->nnodes; n++) {
@@ -489,6 +491,12 @@ static void plr_head_message(plr_job_t *job, int from, const plr_msg_hdr_t *h, c
     case PLR_MSG_JOINSTATE:
         plr_head_join_state(job, src, &u);
         break;
+    case PLR_MSG_JOINED: {
+        uint32_t rank = plr_get_u32(&u);
+        if (!u.bad && rank < (uint32_t)job->size && job->rank_node[rank] == src)
+            job->ranks[rank].connected = true;
+        break;
+    }
     case PLR_MSG_EXIT: {
         uint32_t rank = plr_get_u32(&u);
         if (!u.bad && rank < (uint32_t)job->size)

@@ -28,6 +28,8 @@ void plr_loop_events(plr_job_t *job)
             plr_rank_t *rk = &job->ranks[idx];
             if (ev->type == PLR_EV_CONNECTED) {
                 rk->connected = true;
+                if (job->mode == PLR_MODE_DAEMON)
+                    plr_daemon_report_connected(job, rk);
                 plr_proc_check_unjoined(job);
             } else if (ev->type == PLR_EV_FINALIZED) {
                 rk->finalized = true;

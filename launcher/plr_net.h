@@ -41,6 +41,7 @@ typedef enum {
     PLR_MSG_DMDX_RESP,   /* back: request id, status, blob */
     PLR_MSG_JOINSTATE,   /* daemon -> head: a rank that exited without joining (rank + 1,
                           * 0: none) and its pid; whether joined ranks wait (0/1) */
+    PLR_MSG_JOINED,      /* daemon -> head: a rank that called plait_init (PMIx_Init) */
 } plr_msg_type_t;
 
 typedef struct plr_msg_hdr {

@@ -75,6 +75,53 @@ void plr_signals_block(bool block)
 
 /* ------------------------------------------------------------ ending the job */
 
+/* The ranks that want picks (ctx passed on), as "2,5,7": cut short with
+ * ",..." past cap. */
+void plr_ranks_format(const plr_job_t *job, char *buf, size_t cap,
+                      bool (*want)(const plr_job_t *job, int r, const void *ctx), const void *ctx)
+{
+    int n = job->mode == PLR_MODE_LOCAL ? job->opts.nranks : job->size;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < n; r++) {
+        if (!want(job, r, ctx))
+            continue;
+        if (len + 16 > cap) {
+            snprintf(buf + len, cap - len, ",...");
+            return;
+        }
+        len += (size_t)snprintf(buf + len, cap - len, len ? ",%d" : "%d", r);
+    }
+}
+
+static bool plr_rank_unjoined_now(const plr_job_t *job, int r, const void *ctx)
+{
+    (void)ctx;
+    return job->ranks[r].state == PLR_RANK_RUNNING && !job->ranks[r].connected;
+}
+
+/* When a job ends early while some ranks had called plait_init and others
+ * still run without having called it, those others are named: the ranks
+ * that joined can only say "a rank did not join" (PMIx's fence does not
+ * tell whom it waited for), and a rank that is slow to start (or stuck
+ * before plait_init) is the usual reason for an init timeout. */
+static void plr_job_note_unjoined(const plr_job_t *job)
+{
+    int n = job->mode == PLR_MODE_LOCAL ? job->opts.nranks : job->size;
+    bool joined = false, missing = false;
+    char list[256];
+    for (int r = 0; r < n; r++) {
+        joined |= job->ranks[r].connected;
+        missing |= plr_rank_unjoined_now(job, r, NULL);
+    }
+    if (!joined || !missing)
+        return;                            /* (plain programs: nobody joins) */
+    plr_ranks_format(job, list, sizeof list, plr_rank_unjoined_now, NULL);
+    fprintf(stderr, PLR_NAME ": when the job ended, %s %s had not called plait_init yet\n",
+            strchr(list, ',') ? "ranks" : "rank", list);
+    fflush(stderr);
+}
+
 static void plr_job_endv(plr_job_t *job, int code, int sig, const char *fmt, va_list ap)
 {
     if (job->mode == PLR_MODE_DAEMON) {    /* the head decides the job's fate */
@@ -90,6 +137,7 @@ static void plr_job_endv(plr_job_t *job, int code, int sig, const char *fmt, va_
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     fflush(stderr);
+    plr_job_note_unjoined(job);
     plr_proc_signal_all(job, sig);
     job->kill_at = plr_now() + 1.0;
 }
@@ -133,6 +181,7 @@ void plr_proc_on_signal(plr_job_t *job, int sig)
     job->exit_code = 128 + sig;
     fprintf(stderr, PLR_NAME ": received signal %d (%s); ending the job\n", sig, strsignal(sig));
     fflush(stderr);
+    plr_job_note_unjoined(job);
     plr_proc_signal_all(job, sig);
     job->kill_at = plr_now() + 1.0;
 }

@@ -121,12 +121,27 @@ static bool plr_fence_is_whole_job(const pmix_proc_t procs[], size_t nprocs)
 
 /* On a daemon the fence is an allgather over the daemon tree, run by the
  * main loop (plr_daemon.c); it completes the callback later. */
-static pmix_status_t plr_fence_post(const pmix_proc_t procs[], size_t nprocs, char *data,
+/* The PMIX_TIMEOUT (seconds) a fence's caller gave, or 0. */
+static int plr_fence_timeout(const pmix_info_t info[], size_t ninfo)
+{
+    for (size_t i = 0; i < ninfo; i++)
+        if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_INT)
+            return info[i].value.data.integer > 0 ? info[i].value.data.integer : 0;
+    return 0;
+}
+
+/* A fence across hosts: its local half is complete; the daemon gathers the
+ * rest (plr_daemon.c), and answers PMIX_ERR_TIMEOUT itself once the caller's
+ * PMIX_TIMEOUT passed (the server library honours it only while it waits
+ * for local ranks: a rank late on another host left plait_init waiting for
+ * ever). */
+static pmix_status_t plr_fence_post(const pmix_proc_t procs[], size_t nprocs,
+                                    const pmix_info_t info[], size_t ninfo, char *data,
                                     size_t ndata, pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
     if (!plr_fence_is_whole_job(procs, nprocs))
         return PMIX_ERR_NOT_SUPPORTED;
-    plr_event_t *ev = plr_event_new(PLR_EV_FENCE, -1, 0, NULL);
+    plr_event_t *ev = plr_event_new(PLR_EV_FENCE, -1, plr_fence_timeout(info, ninfo), NULL);
     if (ev == NULL || (ndata > 0 && (ev->data = malloc(ndata)) == NULL)) {
         plr_event_free(ev);
         return PMIX_ERR_NOMEM;
@@ -144,7 +159,7 @@ static pmix_status_t plr_cb_fence(const pmix_proc_t procs[], size_t nprocs,
                                   size_t ndata, pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
     if (plr_multi_node)
-        return plr_fence_post(procs, nprocs, data, ndata, cbfunc, cbdata);
+        return plr_fence_post(procs, nprocs, info, ninfo, data, ndata, cbfunc, cbdata);
     char *copy = NULL;
     if (ndata > 0) {
         copy = malloc(ndata);
@@ -183,6 +198,11 @@ void plr_server_complete(void *fn, void *cbdata, int status, char *data, size_t 
         cbfunc(status, data, ndata, cbdata, plr_release_copy, data);
     else
         free(data);
+}
+
+void plr_server_timed_out(void *fn, void *cbdata)
+{
+    plr_server_complete(fn, cbdata, PMIX_ERR_TIMEOUT, NULL, 0);
 }
 
 /* The local server's answer for a remote daemon: hand a copy to the main loop. */

@@ -321,7 +321,8 @@ static int boot_fence(prt_job_t *job, bool collect)
         PMIX_INFO_DESTRUCT(&info[i]);
     if (rc == PMIX_ERR_TIMEOUT)
         return prt_err(PLAIT_ERR_TIMEOUT, "PMIx Fence timed out after %d s (PLAIT_TIMEOUT, in "
-                       "whole seconds): a rank did not join the job", secs);
+                       "whole seconds): some rank had not called plait_init by then (plaitrun "
+                       "names it when the job ends)", secs);
     return rc == PMIX_SUCCESS ? PLAIT_OK : boot_pmix_err(rc, "Fence");
 }
 

@@ -11,6 +11,9 @@
  *                in plait_finalize;
  *   early-abort  rank 0 (PMIX_RANK=0) calls plait_abort(5, "abort before
  *                init") before plait_init while the others are in plait_init;
+ *   late-init    rank 2 (PMIX_RANK=2) sleeps 300 s before plait_init: the
+ *                others' plait_init times out (run with a short PLAIT_TIMEOUT)
+ *                and plaitrun names rank 2 as the one that had not joined;
  *   loop         every rank says "looping" and runs barriers for up to 60 s:
  *                t-mpirun.sh kills mpirun with SIGKILL meanwhile, and the
  *                ranks must end themselves (their PMIx server is gone).
@@ -45,6 +48,10 @@ int main(int argc, char **argv)
         const char *r = getenv("PMIX_RANK");   /* set by the PMIx server for each child */
         if (r && strcmp(r, "0") == 0) plait_abort(5, "abort before init");
     }
+    if (strcmp(mode, "late-init") == 0) {
+        const char *r = getenv("PMIX_RANK");
+        if (r && strcmp(r, "2") == 0) sleep(300);
+    }
     t_init(&rank, &size);
     t_case = mode;
     CHECK_RC(plait_barrier(plait_comm_world()));
@@ -74,6 +81,8 @@ int main(int argc, char **argv)
              rc, plait_strerror(rc), plait_last_error());
     } else if (strcmp(mode, "early-abort") == 0) {
         survivor_wait(0);
+    } else if (strcmp(mode, "late-init") == 0) {
+        FAIL("plait_init returned although rank 2 had not called it");
     } else if (strcmp(mode, "loop") == 0) {
         double t0 = plait_wtime();
         printf("rank %d looping\n", rank);
@@ -82,7 +91,7 @@ int main(int argc, char **argv)
             CHECK_RC(plait_barrier(plait_comm_world()));
         FAIL("still running after 60 s: the launcher was not killed, or its loss went unnoticed");
     } else {
-        FAIL("unknown mode '%s' (kill|abort|abort256|noexit|early-abort|loop)", mode);
+        FAIL("unknown mode '%s' (kill|abort|abort256|noexit|early-abort|late-init|loop)", mode);
     }
     return 0;
 }

@@ -177,5 +177,9 @@ fault "plait_abort(7) on rank 1 -n 3" 3 abort "${RANK_RE}1([^0-9]|$)" "test abor
 fault "plait_abort(256) on rank 1 -n 3 (status 1, not 0)" 3 abort256 "plait_abort\\(256\\)" "test abort"
 fault "rank 1 exits without plait_finalize -n 3" 3 noexit "${RANK_RE}1([^0-9]|$)"
 fault "plait_abort before plait_init on rank 0 -n 2" 2 early-abort "abort before init"
+# plait_init's fence cannot say whom it waited for; plaitrun knows which
+# ranks never connected and names them when the job ends.
+PLAIT_TIMEOUT=2 fault "plait_init times out on a late rank 2 -n 3: plaitrun names it" 3 late-init \
+    "timed out after 2 s" "rank 2 had not called plait_init"
 
 exit $((failures > 0))

@@ -10,7 +10,9 @@
  *
  * ACTION: ok | exit CODE (after finalize) | signal SIG | nofinalize |
  *         abort CODE | spam LINES LEN | sleep | env VAR VALUE | stdin |
- *         nojoin (exit 0 before PMIx_Init: the others wait in the fence)
+ *         nojoin (exit 0 before PMIx_Init: the others wait in the fence) |
+ *         late (no PMIx_Init before 300 s: the others say "rank N joined" and wait
+ *         in the fence)
  * Exit 10+ on a failed check, with a message on stderr. */
 #include <pmix.h>
 
@@ -182,8 +184,16 @@ int main(int argc, char **argv)
     const char *envrank = getenv("PMIX_RANK");
     if (!strcmp(action, "nojoin") && envrank && atoi(envrank) == atoi(sel))
         return 0;
+    if (!strcmp(action, "late") && envrank && atoi(envrank) == atoi(sel)) {
+        sleep(300);
+        return 21;
+    }
     pmix_status_t rc = PMIx_Init(&me, NULL, 0);
     CHECK(rc == PMIX_SUCCESS, 10, "PMIx_Init: %s", PMIx_Error_string(rc));
+    if (!strcmp(action, "late")) {   /* (the test signals plaitrun once all others said it) */
+        printf("rank %u joined\n", me.rank);
+        fflush(stdout);
+    }
     uint32_t size;
     check_job(&size);
     modex(size);

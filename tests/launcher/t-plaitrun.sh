@@ -222,28 +222,42 @@ run shm -n 2 sh -c 'touch "/dev/shm/plait-${PMIX_NAMESPACE}-seg$PMIX_RANK"; kill
 [ $rc = 137 ]; check "/dev/shm/plait-<job>-* segments are removed at exit" $?
 
 # ---------------------------------------------------------------- signals to plaitrun
-# sig_case NAME SIGNAL EXPECTED_RC: waits until the 3 ranks run, then signals plaitrun.
-sig_case() {
+# sig_start NAME SIGNAL CLIENT-ARGS...: runs 3 ranks of the client, waits
+# until they run (and, with "late", until the 2 others joined), signals
+# plaitrun and waits for it (rc).
+sig_start() {
+    local name=$1 sig=$2 i; shift 2
     shm_before=$(shm_list)
-    out=$WORK/$1.out; err=$WORK/$1.err
-    local t0=$SECONDS i
-    "$PLAITRUN" -n 3 "$CLIENT" -r all sleep >"$out" 2>"$err" </dev/null &
+    out=$WORK/$name.out; err=$WORK/$name.err
+    local t0=$SECONDS
+    "$PLAITRUN" -n 3 "$CLIENT" "$@" >"$out" 2>"$err" </dev/null &
     local pid=$!
     ( sleep $GUARD; kill -KILL $pid 2>/dev/null ) &
     local guard=$!
     for i in $(seq 200); do
-        [ "$(pgrep -f "^$CLIENT" | wc -l)" -ge 3 ] && break
+        [ "$(pgrep -f "^$CLIENT" | wc -l)" -ge 3 ] &&
+            { [ "${*: -1}" != late ] || [ "$(grep -c joined "$out")" -ge 2 ]; } && break
         sleep 0.1
     done
-    kill -"$2" $pid
+    kill -"$sig" $pid
     wait $pid; rc=$?
     kill $guard 2>/dev/null; wait $guard 2>/dev/null
     elapsed=$((SECONDS - t0))
-    [ $rc = "$3" ] && has "received signal" "$err"
+}
+# sig_case NAME SIGNAL EXPECTED_RC: every rank sleeping, then the signal.
+sig_case() {
+    sig_start "$1" "$2" -r all sleep
+    [ $rc = "$3" ] && has "received signal" "$err" && ! has "plait_init" "$err"
     check "SIG$2 to plaitrun: ranks ended, exit $3" $?
 }
 sig_case sigint INT 130
 sig_case sigterm TERM 143
+
+# Ranks 0 and 1 joined and wait in the fence for rank 2, which never calls
+# PMIx_Init: the job ended by hand, plaitrun names rank 2.
+sig_start late TERM -r 2 late
+[ $rc = 143 ] && has '^plaitrun: when the job ended, rank 2 had not called plait_init yet$' "$err"
+check "a job ended while ranks wait for one that never joined names that rank" $?
 
 # SIGKILL to plaitrun (no chance to end the ranks itself): the ranks must
 # not run on as orphans; the kernel ends them with their parent.

@@ -246,10 +246,18 @@ kill -INT $job; finish
 [ $rc = 130 ] && has 'received signal 2' "$err"; check "SIGINT to the head: ranks ended, exit 130" $?
 
 if [ -x "$BIN/pt2pt_fault" ]; then
+    # The ranks of host h1 time out in plait_init's fence (their daemon
+    # answers the timeout: the fence waits on another host); only the head
+    # knows (from the daemons) that rank 2, on h2, never connected.
+    run lateinit --host h1:2,h2:1 --bind-to none -x PLAIT_TIMEOUT=2 "$BIN/pt2pt_fault" late-init
+    [ $rc = 1 ] && has 'PMIx Fence timed out after 2 s' "$err" &&
+        has '^plaitrun: when the job ended, rank 2 had not called plait_init yet$' "$err"
+    check "plait_init times out on h1 while rank 2 on h2 sleeps: plaitrun names rank 2" $?
     run abort --host h1:1,h2:2 --map-by node --bind-to none "$BIN/pt2pt_fault" abort
     [ $rc = 7 ] && has '^plaitrun: host h2: rank 1 called plait_abort\(7\)' "$err"
     check "plait_abort(7) on host h2: exit 7, host and rank named" $?
 else
+    skip "plait_init timeout across hosts" "$BIN/pt2pt_fault not built"
     skip "plait_abort across hosts" "$BIN/pt2pt_fault not built"
 fi
 
