@@ -1472,9 +1472,37 @@ static void t_short_ack(void)
     free(n);
 }
 
+/* A placed message of 8000 bytes in 9 packets: the ACK is not due before its
+ * last packet, and due at it. */
+static int t_ack_due_placed(void)
+{
+    net_t *n = malloc(sizeof *n);
+    region_t rg = {calloc(1, 8000), 8000};
+    static uint8_t src[8000];
+    uint8_t hdr[8] = {1};
+    pp_out_t o[16];
+    int k = 0, ok;
+    placed_net_init(n, &rg);
+    pp_send_placed(&n->c[0], hdr, sizeof hdr, src, sizeof src, 77, 0);
+    while (k < 16 && pp_tx_next(&n->c[0], n->now, &o[k]))
+        k++;
+    for (int i = 0; i < k - 1; i++)
+        net_emit(n, 0, &o[i]);
+    net_deliver(n);
+    ok = k > 2 && !pp_ack_due(&n->c[1], n->now, 65536, 20000);
+    net_emit(n, 0, &o[k - 1]);
+    net_deliver(n);
+    ok &= pp_ack_due(&n->c[1], n->now, 65536, 20000);
+    net_fini(n);
+    free(n);
+    free(rg.buf);
+    return ok;
+}
+
 /* pp_ack_due: in-order data of an unfinished message may wait for more
- * (bytes, delay); the message's last packet, a hole or the delay make the
- * ACK due; sent, nothing is owed. */
+ * (bytes, delay); a hole or the delay make the ACK due, and so does the
+ * last packet of a placed message (not of an unplaced one); sent, nothing
+ * is owed. */
 static void t_ack_due(void)
 {
     net_t *n = net_new(100, 200, NULL);
@@ -1502,15 +1530,18 @@ static void t_ack_due(void)
     last = !pp_ack_due(rx, n->now, 65536, 20000);
     net_emit(n, 0, &o[k - 1]);
     net_deliver(n);
-    last &= pp_ack_due(rx, n->now, 65536, 20000);
+    last &= !pp_ack_due(rx, n->now, 65536, 20000) && pp_ack_due(rx, n->now + 20000, 65536, 20000);
     said = pp_ack_next(rx, n->now, &o[15]) && !pp_ack_due(rx, n->now, 0, 0);
     TAP_OK(k == 9 && held && late,
            "ack due: in-order data of an unfinished message waits below its bytes and delay");
     TAP_OK(hole, "ack due: a hole makes the ACK due at once");
-    TAP_OK(last, "ack due: the message's last packet makes it due");
+    TAP_OK(last, "ack due: an unplaced message's last packet still waits (its sender is done), "
+                 "up to the delay");
     TAP_OK(said, "ack due: once sent, no ACK is owed");
     net_fini(n);
     free(n);
+    TAP_OK(t_ack_due_placed(), "ack due: a placed message's last packet makes it due (a "
+                               "zero-copy sender waits for it)");
 }
 
 /* Side s sends a 100-byte message numbered id and transmits it (and any
