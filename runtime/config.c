@@ -15,6 +15,7 @@
 
 #include "runtime/prt.h"
 
+#define PRT_CFG_SECONDS_MAX 1e9   /* about 31 years */
 #define CFG_AT(field) offsetof(prt_config_t, field), sizeof(((prt_config_t *)0)->field)
 
 static const prt_cfg_entry_t prt_cfg_entries[] = {
@@ -253,6 +254,15 @@ static int cfg_check_limits(const prt_config_t *c)
     if (c->coll_shm_small > (1u << 20))
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_COLL_SHM_SMALL=%zu is invalid: expected 0 .. "
                        "1M", c->coll_shm_small);
+    /* Seconds become nanoseconds in 64 bits and whole seconds in an int
+     * (PMIx): beyond about 31 years both overflowed ("inf" made plait_init
+     * time out at once, after -2147483648 s). 0 is the way to say forever. */
+    if (c->timeout_s > PRT_CFG_SECONDS_MAX)
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_TIMEOUT=%g is invalid: expected 0 (no limit) "
+                       "or at most %g seconds", c->timeout_s, PRT_CFG_SECONDS_MAX);
+    if (c->udp_give_up_s > PRT_CFG_SECONDS_MAX)
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_GIVE_UP=%g is invalid: expected at most %g "
+                       "seconds", c->udp_give_up_s, PRT_CFG_SECONDS_MAX);
     if (c->udp_mtu && (c->udp_mtu < 576 || c->udp_mtu > 65535))
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_MTU=%zu is invalid: expected 0 or "
                        "576..65535", c->udp_mtu);

@@ -113,6 +113,13 @@ check "malformed PLAIT_TIMEOUT=abc: exit 1, error names the variable" \
           grep -q "PLAIT_TIMEOUT" "$T/err" && grep -q "abc" "$T/err" &&
           grep -q "PLAIT_TIMEOUT .*current abc (INVALID)" "$T/out"'
 
+# "inf" and 1e30 parse as numbers; as nanoseconds or PMIx's whole seconds
+# they overflowed (plait_init timed out at once): refused, 0 means forever.
+check "PLAIT_TIMEOUT=inf and 1e30 are refused naming the limit; 1e9 is accepted" \
+    eval 'PLAIT_TIMEOUT=inf run_rc 1 "$INFO" && grep -q "PLAIT_TIMEOUT=inf is invalid: expected 0 (no limit)" "$T/err" &&
+          PLAIT_TIMEOUT=1e30 run_rc 1 "$INFO" && grep -q "PLAIT_TIMEOUT=1e+30 is invalid" "$T/err" &&
+          PLAIT_TIMEOUT=1e9 run_rc 0 "$INFO"'
+
 check "malformed value is marked invalid in --parsable output too" \
     eval 'PLAIT_SHM_CMA=maybe run_rc 1 "$INFO" --settings --parsable &&
           grep -qx "setting:PLAIT_SHM_CMA:source:invalid" "$T/out" &&

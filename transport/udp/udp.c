@@ -1192,6 +1192,10 @@ static void udp_rx_dgram(udp_t *u, udp_rxp_t *x, const uint8_t *buf, size_t len,
 {
     udp_peer_t *held = NULL;
     int acks = 0;
+    if (len == 0) {   /* an empty datagram is no packet: counted with the truncated ones */
+        atomic_fetch_add(&u->drops[PP_DROP_TRUNC], 1);
+        return;
+    }
     for (size_t off = 0; off < len; off += seg) {
         const uint8_t *pkt = buf + off;
         size_t l = len - off < seg ? len - off : seg;
