@@ -182,4 +182,29 @@ fault "plait_abort before plait_init on rank 0 -n 2" 2 early-abort "abort before
 PLAIT_TIMEOUT=2 fault "plait_init times out on a late rank 2 -n 3: plaitrun names it" 3 late-init \
     "timed out after 2 s" "rank 2 had not called plait_init"
 
+# ------------------------------------------------------------------ tcp hello
+# A captured hello replayed over a connection of its own, with random frames
+# behind it, while two ranks stream checked data over tcp: refused (each
+# rank's connection is taken once a job), the data intact, the refusal
+# logged. (The hello once carried the job key and was taken again.)
+replay_name="tcp: a replayed hello with random frames is refused, data intact"
+if [ "$(id -u)" = 0 ] && command -v python3 >/dev/null; then
+    python3 "$here/tcp_replay.py" 20 "$PLAIT_TEST_SEED" > "$out.replay" 2>&1 &
+    sniffer=$!
+    sleep 0.5   # (the sniffer's socket is open before the job connects)
+    launcher 2
+    run "$JOB_LIMIT" "${L[@]}" -x PLAIT_TRANSPORT=tcp "$B/tools/plait-bench" pt2pt -m bw \
+        -b 1K -e 1M -n 200 -c
+    wait $sniffer; src=$?
+    cat "$out.replay" >> "$out"
+    if [ "$rc" = 0 ] && [ "$src" = 0 ] && grep -q "refused a second connection as rank" "$out"; then
+        pass "$replay_name"
+    else
+        fail "$replay_name" "job exit $rc, replay exit $src"
+    fi
+    rm -f "$out.replay"
+else
+    echo "ok - $replay_name # SKIP needs root and python3"
+fi
+
 exit $((failures > 0))

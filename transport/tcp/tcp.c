@@ -4,8 +4,14 @@
  *
  * Connections are made lazily, one per direction: frames from A to B travel on
  * the connection A opened to B, so there is no connect race and order per pair
- * is the stream's order. A new connection starts with a hello {magic, job key,
- * rank}; anything else is closed unread. Frames on the stream are
+ * is the stream's order. A new connection starts with a hello {magic, rank,
+ * proof}; anything else is closed unread. The proof is pp_tag(job key, rank,
+ * us) (transport/proto: SipHash keyed with the job's secret; the key itself
+ * never travels, as in the udp transport's packets), and each rank's
+ * connection is taken once: a second hello from the same rank is a replay
+ * (a hello once sent the key in the clear, and a captured stream replayed
+ * later was taken as that rank's: old frames reached the program, or a
+ * malformed one ended the job). Frames on the stream are
  * [u32 hlen][u32 plen][header][payload], each length checked before use.
  * There is no one-sided get(): large messages use pt2pt's CTS/DATA stream.
  */
@@ -26,6 +32,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "transport/proto/pp.h"
 #include "transport/tcp/tcp.h"
 
 #define TCP_MAGIC      0x3150435454494c50ull   /* "PLITTCP1" */
@@ -43,7 +50,7 @@ typedef struct {
 } tcp_card_t;
 
 typedef struct {
-    uint64_t magic, key;
+    uint64_t magic, proof;                     /* proof: pp_tag(key, rank, the acceptor) */
     int32_t  rank, rsv;
 } tcp_hello_t;
 
@@ -67,6 +74,7 @@ typedef struct {
     uint16_t    port;
     tcp_out_t  *out;            /* by world rank */
     int        *dead_in;        /* by world rank: its connection to us ended */
+    uint8_t    *taken_in;       /* by world rank: its connection was accepted (once a job) */
     tcp_in_t  **in;             /* incoming connections (accepted) */
     int         nin, capin;
     int         npend;          /* outgoing connections with a pending tail */
@@ -132,7 +140,8 @@ int ptl_tcp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg)
     snprintf(t->ifname, sizeof t->ifname, "%s", cfg->tcp_if);
     t->out = calloc((size_t)job->size, sizeof *t->out);
     t->dead_in = calloc((size_t)job->size, sizeof *t->dead_in);
-    if (!t->out || !t->dead_in)
+    t->taken_in = calloc((size_t)job->size, sizeof *t->taken_in);
+    if (!t->out || !t->dead_in || !t->taken_in)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for %d tcp peers", job->size);
     for (int r = 0; r < job->size; r++)
         t->out[r].fd = -1;
@@ -191,7 +200,8 @@ static int tcp_connect(tcp_t *t, int peer)
 {
     tcp_card_t *card = NULL;
     size_t len = 0;
-    tcp_hello_t hello = {TCP_MAGIC, t->job->key, t->job->rank, 0};
+    tcp_hello_t hello = {TCP_MAGIC, pp_tag(t->job->key, (uint32_t)t->job->rank, (uint32_t)peer),
+                         t->job->rank, 0};
     int one = 1, fd = -1;
     PRT_CHECK(prt_boot_get(t->job, peer, TCP_CARD_KEY, (void **)&card, &len));
     if (len != sizeof *card || card->magic != TCP_MAGIC || card->naddr == 0 ||
@@ -346,16 +356,23 @@ static void tcp_accept(tcp_t *t)
     }
 }
 
-/* Checks a hello: right magic and job key, a rank in range. */
+/* Checks a hello: right magic, a rank in range, that rank's proof, and the
+ * first connection from it. */
 static int tcp_take_hello(tcp_t *t, tcp_in_t *c)
 {
     tcp_hello_t h;
     memcpy(&h, c->buf, sizeof h);
-    if (h.magic != TCP_MAGIC || h.key != t->job->key || h.rank < 0 || h.rank >= t->job->size ||
-        h.rank == t->job->rank) {
+    if (h.magic != TCP_MAGIC || h.rank < 0 || h.rank >= t->job->size || h.rank == t->job->rank ||
+        h.proof != pp_tag(t->job->key, (uint32_t)h.rank, (uint32_t)t->job->rank)) {
         prt_log(PRT_LOG_WARN, "tcp: refused a connection that is not from this job");
         return -1;
     }
+    if (t->taken_in[h.rank]) {
+        prt_log(PRT_LOG_WARN, "tcp: refused a second connection as rank %d (a replay of its "
+                "hello?)", h.rank);
+        return -1;
+    }
+    t->taken_in[h.rank] = 1;
     c->rank = h.rank;
     return (int)sizeof h;
 }
@@ -472,6 +489,7 @@ static void tcp_fini(ptl_tl_t *tl)
     free(t->in);
     free(t->out);
     free(t->dead_in);
+    free(t->taken_in);
     free(t);
     tl->priv = NULL;
 }
