@@ -119,8 +119,6 @@ static bool plr_fence_is_whole_job(const pmix_proc_t procs[], size_t nprocs)
     return nprocs == plr_job_size;
 }
 
-/* On a daemon the fence is an allgather over the daemon tree, run by the
- * main loop (plr_daemon.c); it completes the callback later. */
 /* The PMIX_TIMEOUT (seconds) a fence's caller gave, or 0. */
 static int plr_fence_timeout(const pmix_info_t info[], size_t ninfo)
 {
@@ -130,8 +128,9 @@ static int plr_fence_timeout(const pmix_info_t info[], size_t ninfo)
     return 0;
 }
 
-/* A fence across hosts: its local half is complete; the daemon gathers the
- * rest (plr_daemon.c), and answers PMIX_ERR_TIMEOUT itself once the caller's
+/* On a daemon the fence is an allgather over the daemon tree, run by the
+ * main loop (plr_daemon.c); it completes the callback later: with the
+ * result, or with PMIX_ERR_TIMEOUT itself once the caller's
  * PMIX_TIMEOUT passed (the server library honours it only while it waits
  * for local ranks: a rank late on another host left plait_init waiting for
  * ever). */
