@@ -75,12 +75,19 @@ void plr_signals_block(bool block)
 
 /* ------------------------------------------------------------ ending the job */
 
+/* Entries of job->ranks: every rank of the job on the head, this host's on
+ * a daemon (indexed locally there) or in a one-host job. */
+static int plr_job_nranks(const plr_job_t *job)
+{
+    return job->mode == PLR_MODE_HEAD ? job->size : job->opts.nranks;
+}
+
 /* The ranks that want picks (ctx passed on), as "2,5,7": cut short with
  * ",..." past cap. */
 void plr_ranks_format(const plr_job_t *job, char *buf, size_t cap,
                       bool (*want)(const plr_job_t *job, int r, const void *ctx), const void *ctx)
 {
-    int n = job->mode == PLR_MODE_LOCAL ? job->opts.nranks : job->size;
+    int n = plr_job_nranks(job);
     size_t len = 0;
     buf[0] = '\0';
     for (int r = 0; r < n; r++) {
@@ -107,9 +114,11 @@ static bool plr_rank_unjoined_now(const plr_job_t *job, int r, const void *ctx)
  * before plait_init) is the usual reason for an init timeout. */
 static void plr_job_note_unjoined(const plr_job_t *job)
 {
-    int n = job->mode == PLR_MODE_LOCAL ? job->opts.nranks : job->size;
+    int n = plr_job_nranks(job);
     bool joined = false, missing = false;
     char list[256];
+    if (job->mode == PLR_MODE_DAEMON)
+        return;   /* (the head names them, across hosts: its table is by rank) */
     for (int r = 0; r < n; r++) {
         joined |= job->ranks[r].connected;
         missing |= plr_rank_unjoined_now(job, r, NULL);
