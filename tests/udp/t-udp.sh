@@ -233,17 +233,19 @@ descendants() {   # every process below pid $1
     for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done
 }
 foreign_udp() {
-    local pid ports= i p sum
+    local pid pids ports= i sum
     "$PLAITRUN" -n 2 --bind-to none -x PLAIT_TRANSPORT=udp -x PLAIT_STATS=1 -x PLAIT_TIMEOUT \
         "$B/tools/plait-bench" pt2pt -m bw -b 64K -e 1M -n 100 -c > "$out" 2>&1 < /dev/null &
     pid=$!
-    for i in $(seq 200); do
-        ports=$(for p in $(descendants $pid); do   # (plait-bench may be a libtool wrapper)
-                    ss -Hunap 2>/dev/null | grep "pid=$p," | awk '{print $4}' | sed 's/.*://'
-                done | sort -u)
-        [ "$(echo "$ports" | grep -c .)" -ge 2 ] && break
+    # The header comes after plait_init, whose fence waits for every rank's
+    # udp sockets: then both ranks' ports are bound (not just some of one's).
+    for i in $(seq 400); do
+        grep -q "^# Size" "$out" && break
         sleep 0.05
     done
+    pids=$(descendants $pid | paste -sd'|')   # (plait-bench may be a libtool wrapper)
+    ports=$(ss -Hunap 2>/dev/null | grep -E "pid=($pids)," | awk '{print $4}' | sed 's/.*://' |
+            sort -u)
     python3 - $ports <<'PY'
 import os, random, socket, sys
 random.seed(20261127)
