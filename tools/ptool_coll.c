@@ -108,16 +108,42 @@ static int ptool_perr(FILE *err, const char *prog, const char *fmt, const char *
     return PTOOL_COLL_ERROR;
 }
 
+/* nccl-tests' other spellings of the datatypes. */
+#define PTOOL_NALIAS 6
+static const char *const ptool_type_alias[PTOOL_NALIAS] = {
+    "char", "int", "float16", "bf16", "float32", "float64"};
+static const int ptool_type_alias_of[PTOOL_NALIAS] = {
+    PTOOL_T_INT8, PTOOL_T_INT32, PTOOL_T_HALF, PTOOL_T_BFLOAT16, PTOOL_T_FLOAT, PTOOL_T_DOUBLE};
+
 static int ptool_parse_type(const char *s, int *out)
 {
-    static const struct { const char *alias; int t; } alias[] = {
-        {"char", PTOOL_T_INT8}, {"int", PTOOL_T_INT32}, {"float16", PTOOL_T_HALF},
-        {"bf16", PTOOL_T_BFLOAT16}, {"float32", PTOOL_T_FLOAT}, {"float64", PTOOL_T_DOUBLE}};
+    int a;
     *out = ptool_lookup(s, ptool_type_names, PTOOL_T_N);
-    for (size_t i = 0; *out < 0 && i < sizeof alias / sizeof alias[0]; i++)
-        if (strcmp(s, alias[i].alias) == 0)
-            *out = alias[i].t;
+    if (*out < 0 && (a = ptool_lookup(s, ptool_type_alias, PTOOL_NALIAS)) >= 0)
+        *out = ptool_type_alias_of[a];
     return *out >= 0 ? 0 : -1;
+}
+
+/* Appends names[0..n) to buf, space-separated (within cap). */
+static void ptool_names_cat(char *buf, size_t cap, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", i ? " " : "", names[i]);
+}
+
+/* "unknown WHAT 'arg' (the valid names[; or more])", from the tables. */
+static int ptool_unknown(FILE *err, const char *prog, const char *what, const char *arg,
+                         const char *const *names, int n, const char *const *more, int nmore)
+{
+    char fmt[512];
+    snprintf(fmt, sizeof fmt, "unknown %s '%%s' (", what);
+    ptool_names_cat(fmt, sizeof fmt, names, n);
+    if (nmore) {
+        snprintf(fmt + strlen(fmt), sizeof fmt - strlen(fmt), "; or ");
+        ptool_names_cat(fmt, sizeof fmt, more, nmore);
+    }
+    snprintf(fmt + strlen(fmt), sizeof fmt - strlen(fmt), ")");
+    return ptool_perr(err, prog, fmt, arg);
 }
 
 static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const char *prog,
@@ -141,13 +167,12 @@ static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const c
         return PTOOL_COLL_RUN;
     case 'd':
         if (ptool_parse_type(arg, &o->dtype) != 0)
-            return ptool_perr(err, prog, "unknown datatype '%s' (int8 uint8 int32 uint32 int64 "
-                              "uint64 half bfloat16 float double; or char int float16 bf16 "
-                              "float32 float64)", arg);
+            return ptool_unknown(err, prog, "datatype", arg, ptool_type_names, PTOOL_T_N,
+                                 ptool_type_alias, PTOOL_NALIAS);
         return PTOOL_COLL_RUN;
     case 'o':
         if ((o->op = ptool_lookup(arg, ptool_op_names, PTOOL_O_N)) < 0)
-            return ptool_perr(err, prog, "unknown op '%s' (sum prod max min avg)", arg);
+            return ptool_unknown(err, prog, "op", arg, ptool_op_names, PTOOL_O_N, NULL, 0);
         return PTOOL_COLL_RUN;
     case 'r': case 'n': case 'w': case 'c': case 'I': {
         long lo = c == 'n' ? 1 : 0, hi = c == 'I' ? 2 : 100000000L;
@@ -208,8 +233,8 @@ int ptool_coll_parse(int argc, char **argv, ptool_coll_opts_t *o, const char *pr
     if (optind >= argc)
         return ptool_perr(err, prog, "%s", "which collective? (e.g. allreduce)");
     if ((o->coll = ptool_lookup(argv[optind], ptool_coll_names, PTOOL_C_N)) < 0)
-        return ptool_perr(err, prog, "unknown collective '%s' (allreduce allgather reduce_scatter "
-                          "alltoall bcast reduce gather scatter alltoallv barrier)", argv[optind]);
+        return ptool_unknown(err, prog, "collective", argv[optind], ptool_coll_names, PTOOL_C_N,
+                             NULL, 0);
     if (optind + 1 < argc)
         return ptool_perr(err, prog, "unexpected argument '%s'", argv[optind + 1]);
     if (o->min_bytes > o->max_bytes)

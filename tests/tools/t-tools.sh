@@ -254,6 +254,11 @@ r = d[\"results\"][0]; assert (d[\"op\"], d[\"root\"], r[\"count\"]) == (\"none\
     check "plait-bench coll -b 0: sizes that round to one count give one row (0, 8, 16 bytes)" \
         eval 'run_rc 0 "$PLAITRUN" -n 2 "$BENCH" coll allgather -b 0 -e 16 -n 1 -w 0 &&
               test "$(grep -v "^#" "$T/out" | awk "NF > 8 {print \$1}" | tr "\n" " ")" = "0 8 16 "'
+    check "plait-bench coll: unknown collective, datatype and op names list the valid ones (exit 2)" \
+        eval 'run_rc 2 "$BENCH" coll nosuch && grep -q "(allreduce .* barrier)" "$T/err" &&
+              run_rc 2 "$BENCH" coll allreduce -d nosuch &&
+              grep -q "(int8 .* double; or char .* float64)" "$T/err" &&
+              run_rc 2 "$BENCH" coll allreduce -o nosuch && grep -q "(sum prod max min avg)" "$T/err"'
     check "plait-bench coll -n 0: usage error naming the flag and its range (exit 2)" \
         eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -n 0 &&
               grep -q "^plait-bench coll: -n .0.: expected a whole number from 1 to" "$T/err"'
