@@ -7,6 +7,7 @@
 #            paths) vs plait tcp (one TCP connection: ECMP holds it to one path);
 #   loss:    the same with 0.01% and 1% random loss on both paths;
 #   slow:    path 2 slowed to 100 Mbit/s (10% of path 1);
+#   dead:    path 2 drops everything (plait udp only);
 #   cc x lb: every congestion control and load balancer, shaped, no loss;
 #   unshaped: plait udp and tcp, and the raw UDP ceiling between the hosts
 #            (bench/udp-raw.c, one sender and one receiver, GSO/GRO), with
@@ -107,6 +108,13 @@ done
 "$BED" rate $PFX 1gbit 100mbit
 u=$(bw udp) t=$(bw tcp)
 echo "| 1 Gbit/s + 100 Mbit/s | $(gbit "$u") | $(gbit "$t") | $(pct "$(gbit "$u")" 1.1) of 1.1 Gbit/s (goal 90%) |"
+# A dead path (R2 drops every UDP packet): what is left is R1's 1 Gbit/s.
+# tcp is not run: its one connection hashes onto R2 half the time and hangs.
+"$BED" rate $PFX 1gbit 1gbit
+"$BED" loss $PFX 0 100
+u=$(bw udp)
+"$BED" loss $PFX 0 0
+echo "| 1 Gbit/s + a dead path | $(gbit "$u") | - | $(pct "$(gbit "$u")" 1.0) of 1 Gbit/s |"
 "$BED" rate $PFX none none
 u=$(CPU=$work/cpu.udp bw udp) t=$(CPU=$work/cpu.tcp bw tcp)
 moved=$(( (iters + 1) * 16 * 4194304 ))   # payload bytes of one run: timed windows and the warm-up

@@ -13,7 +13,8 @@
 #            routers forwarded the job's packets (the paths really spread);
 #   1% and 5% random loss of UDP on both routers (nftables): every byte
 #            intact, and the transport reports retransmissions;
-#   one path rate-limited hard (tbf 10 Mbit/s on R2, R1 unshaped): intact.
+#   one path rate-limited hard (tbf 10 Mbit/s on R2, R1 unshaped): intact;
+#   one path dead (R2 drops all UDP): intact, and paths were taken down.
 # After every job: no process left in the namespaces, no /dev/shm segment of
 # the job left, nothing left in the job's TMPDIR. Timeouts are hang guards only.
 # Env: PLAIT_BUILDDIR, PLAIT_SRCDIR, PLAIT_TEST_SEED. Needs root, ip netns,
@@ -159,6 +160,21 @@ job "udp A<->B, path 2 limited to 10 Mbit/s: pt2pt_sizes" "" pt2pt_sizes
 job "udp A<->B, path 2 limited to 10 Mbit/s, PLAIT_LB=spray: pt2pt_sizes" "PLAIT_LB=spray" \
     pt2pt_sizes
 "$BED" rate $PFX none
+
+# A dead path: R2 drops every UDP packet both ways. The paths hashed onto it
+# must be taken out of use (path quarantine, transport/proto conn.c), the
+# data resent over R1; the job must finish, every byte intact.
+"$BED" loss $PFX 0 100
+if job "udp A<->B, path 2 dead (100% loss on R2): pt2pt_sizes" "" pt2pt_sizes; then
+    downs=$(stat_sum "taken down")
+    if [ "$downs" -gt 0 ]; then
+        pass "udp A<->B, path 2 dead: paths were taken down ($downs times)"
+    else
+        fail "udp A<->B, path 2 dead: paths were taken down" "no path counted down" \
+            "$(grep -m5 'path' "$out")"
+    fi
+fi
+"$BED" loss $PFX 0
 
 # A receive placed early and cancelled mid-message (udp_reuse revoke: the
 # receiver stops the sender at the first byte placed, so its 2 s timeout

@@ -44,11 +44,13 @@ set_loss() {   # set_loss ROUTER PERCENT: random drop of forwarded UDP (1/10000 
     nx "$r" nft delete table ip impair 2>/dev/null
     per10k=$(awk -v p="$pct" 'BEGIN { printf "%d", p * 100 + 0.5 }')
     [ "$per10k" = 0 ] && return 0
+    local rule="numgen random mod 10000 < $per10k"
+    [ "$per10k" -ge 10000 ] && rule=""   # 100%: a dead path (numgen's bound is 9999)
     nx "$r" nft -f - <<EOF
 table ip impair {
   chain lossfwd {
     type filter hook forward priority 0; policy accept;
-    meta l4proto udp numgen random mod 10000 < $per10k counter drop
+    meta l4proto udp $rule counter drop
   }
 }
 EOF

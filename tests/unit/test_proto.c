@@ -1304,6 +1304,140 @@ static void t_pwin_loss(void)
     free(n);
 }
 
+/* Path quarantine (conn.c): dead_path's data packets vanish while *dead
+ * (see t_path_down); those sent while the sender had it down are counted
+ * in probes. */
+typedef struct {
+    int dead, dead_path, probes;
+} dead_t;
+
+static int f_dead_path(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    dead_t *x = n->arg;
+    pp_data_t d;
+    (void)seq;
+    if (from != 0 || len < sizeof d || PKT_TYPE(p) != PP_T_DATA)
+        return NET_PASS;
+    memcpy(&d, p, sizeof d);
+    if (d.h.path != x->dead_path && x->dead_path >= 0)
+        return NET_PASS;
+    if (n->c[0].paths[d.h.path].down)
+        x->probes++;
+    return x->dead ? NET_DROP : NET_PASS;
+}
+
+/* Runs transfers of 40 messages until at least ns of simulated time passed. */
+static int transfer_for(net_t *n, uint64_t ns, const char *name)
+{
+    uint64_t end = n->now + ns;
+    int ok = 1;
+    while (n->now < end) {
+        xfer_t x = transfer(n, 40, 64, 1);
+        ok &= x.delivered == 40 && !x.bad && !x.order_bad;
+    }
+    return TAP_OK(ok, "%s: every message intact and in order", name);
+}
+
+/* A path that drops everything is taken down after two timeouts, takes
+ * one-packet probes at growing gaps and nothing else, and comes back once
+ * a probe arrives; the other paths carry the data meanwhile. */
+static void t_path_down(void)
+{
+    net_t *n = net_new(31, 32, f_dead_path);
+    dead_t x = {.dead = 1, .dead_path = 5};
+    pp_path_t *pa = &n->c[0].paths[5];
+    uint64_t before;
+    n->arg = &x;
+    transfer_for(n, 100000000ull, "path 5 dead");
+    TAP_OK(pa->down && pa->st.downs == 1 && pa->down_gap > PP_DOWN_PROBE_NS,
+           "path 5 dead: down (%u, %llu times), probe gap grew to %.0f ms", pa->down,
+           (unsigned long long)pa->st.downs, pa->down_gap / 1e6);
+    TAP_OK(x.probes >= 2 && x.probes <= 5, "path 5 dead: %d probes in 100 ms, one packet each, "
+           "at doubling gaps from 10 ms", x.probes);
+    before = pa->st.tx_pkts;
+    x.dead = 0;
+    transfer_for(n, 200000000ull, "path 5 back");
+    TAP_OK(!pa->down && pa->st.tx_pkts > before + 100 && pa->cwnd >= 2.0 * n->c[0].cfg.chunk,
+           "path 5 back: up after a probe arrived, carries data again (%llu packets) with a "
+           "fresh window (%.0f B)", (unsigned long long)(pa->st.tx_pkts - before), pa->cwnd);
+    net_fini(n);
+    free(n);
+}
+
+/* Takes every message side 1 has for the layer above; returns how many. */
+static int drain(net_t *n)
+{
+    pp_msg_t *m;
+    int k = 0;
+    for (; (m = pp_deliver(&n->c[1])) != NULL; k++)
+        pp_msg_release(&n->c[1], m);
+    return k;
+}
+
+static int live_down(const pp_conn_t *c)
+{
+    int k = 0;
+    for (uint32_t p = 0; p < c->cfg.npaths; p++)
+        k += c->paths[p].down;
+    return k;
+}
+
+/* Every path dead for a while: the last one is never taken down. */
+static void t_path_down_last(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    dead_t x = {.dead = 1, .dead_path = -1};
+    int most = 0, got = 0, early = 0;
+    net_cfg(&a, 0, 41, 42);
+    net_cfg(&b, 1, 41, 42);
+    a.npaths = b.npaths = 2;
+    net_init(n, &a, &b);
+    n->filter = f_dead_path;
+    n->arg = &x;
+    for (int k = 0; k < 8000; k++) {   /* 80 ms: the backed-off timeouts run out */
+        if (k == 1500)
+            x.dead = 0;
+        if (k < 100)
+            pp_send(&n->c[0], "hdr", 3, "payload of a kind", 17 + (size_t)k);
+        net_step(n, 64);
+        got += drain(n);
+        if (k == 1499)
+            early = got;
+        if (live_down(&n->c[0]) > most)
+            most = live_down(&n->c[0]);
+    }
+    TAP_OK(most == 1 && early == 0 && got == 100,
+           "two paths, both dead for 15 ms: one was taken down, never both; all 100 messages "
+           "arrived after (%d down at most, %d arrived before, %d in all)", most, early, got);
+    net_fini(n);
+    free(n);
+}
+
+/* Small messages (one path, 0) go to another path while path 0 is down. */
+static void t_path_down_small(void)
+{
+    net_t *n = net_new(51, 52, f_dead_path);
+    dead_t x = {.dead = 1, .dead_path = 0};
+    pp_out_t o;
+    int on0 = 0, got = 0;
+    n->arg = &x;
+    for (int k = 0; k < 600; k++) {
+        pp_send(&n->c[0], "hdr", 3, "small", 5);
+        net_step(n, 64);
+        got += drain(n);
+    }
+    TAP_OK(n->c[0].paths[0].down && got == 600,
+           "path 0 dead: down, and all 600 small messages arrived (%d)", got);
+    for (int i = 0; i < 20; i++)
+        pp_send(&n->c[0], "hdr", 3, "x", 1);
+    while (pp_tx_next(&n->c[0], n->now, &o))
+        on0 += o.path == 0;
+    TAP_OK(on0 == 0, "path 0 down: small messages take another path (%d on path 0)", on0);
+    net_fini(n);
+    free(n);
+}
+
 /* pwin: chunks go only to paths with room in their windows; none: wait. */
 static void t_pwin_steer(void)
 {
@@ -2274,6 +2408,9 @@ int main(void)
     t_spurious_rto();
     t_path_rto();
     t_pwin_loss();
+    t_path_down();
+    t_path_down_last();
+    t_path_down_small();
     t_infl_index();
     t_pwin_steer();
     t_pwin_chunk_span();

@@ -558,6 +558,105 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
     out->path = p->path;
 }
 
+/* ------------------------------------------------- path quarantine
+ *
+ * A path whose packets stopped arriving (a dead link, a blackholing switch
+ * port, a firewall rule on one port pair) would otherwise keep its share of
+ * chunks: each one waits out its timeout before it is resent elsewhere, at
+ * a window that never falls below one chunk. plait-sim, 2 x 1 Gbit/s with
+ * one link dropping everything: 0.45 Gbit/s of the other link's 0.94, and
+ * the namespace bed stalled for seconds. A path is taken down after
+ * PP_DOWN_TIMEOUTS timeouts of its packets, at least an RTO apart, with
+ * nothing sent on it since delivered (acked_sent_ns): a congested path
+ * loses part of its packets and delivers the rest, a random loss is found
+ * by the packets after it; neither counts. Its packets still in flight are
+ * marked lost at once (resent on live paths, not each after its own
+ * timeout), and it takes no chunks but a probe of one packet, the first
+ * PP_DOWN_PROBE_NS later, then at doubling gaps up to PP_DOWN_PROBE_MAX_NS.
+ * The probe times out after the connection's RTO (not the path's own, nor
+ * backed off: pp_poll), so a probe into a still dead path delays its
+ * message by one RTO. An original packet of the path acknowledged brings
+ * it back (pkt_acked) with a fresh window (the LB's path_up). The last
+ * live path is never taken down. */
+
+uint64_t pp_rto_ns(const pp_conn_t *c);
+static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint64_t now);
+
+static int live_paths(const pp_conn_t *c)
+{
+    int n = 0;
+    for (uint32_t p = 0; p < c->cfg.npaths; p++)
+        n += !c->paths[p].down;
+    return n;
+}
+
+/* The first path after avoid (cyclically) that is not down; avoid itself
+ * when every other one is. */
+static int path_fallback(const pp_conn_t *c, int avoid)
+{
+    int n = (int)c->cfg.npaths;
+    for (int i = 1; i < n; i++) {
+        int p = (avoid + i) % n;
+        if (!c->paths[p].down)
+            return p;
+    }
+    return avoid;
+}
+
+static void path_down(pp_conn_t *c, int path, uint64_t now)
+{
+    pp_path_t *pa = &c->paths[path];
+    pa->down = 1;
+    pa->tmo_row = 0;
+    pa->down_gap = PP_DOWN_PROBE_NS;
+    pa->down_until = now + PP_DOWN_PROBE_NS;
+    pa->st.downs++;
+    for (uint32_t psn = next_inflight(c, c->snd_una, c->snd_nxt); sdiff(c->snd_nxt, psn) > 0;
+         psn = next_inflight(c, psn + 1, c->snd_nxt)) {
+        pp_pkt_t *p = &c->pk[psn % PP_WIN];
+        if (p->path == path)
+            mark_lost(c, psn, p, 1, now);
+    }
+}
+
+/* A timeout of packet p, on its path: see the block above. */
+static void path_timeout(pp_conn_t *c, const pp_pkt_t *p, uint64_t now)
+{
+    pp_path_t *pa = &c->paths[p->path];
+    if (pa->down || pa->acked_sent_ns >= p->sent_ns)
+        return;   /* down already, or something sent on it later arrived */
+    if (pa->tmo_row && now - pa->tmo_ns < pp_rto_ns(c))
+        return;   /* the same timeout episode */
+    pa->tmo_ns = now;
+    if (++pa->tmo_row >= PP_DOWN_TIMEOUTS && live_paths(c) > 1)
+        path_down(c, p->path, now);
+}
+
+/* An original packet of path was acknowledged: it delivers. */
+static void path_delivered(pp_conn_t *c, int path)
+{
+    pp_path_t *pa = &c->paths[path];
+    pa->tmo_row = 0;
+    if (!pa->down)
+        return;
+    pa->down = 0;
+    pa->penalty_until = 0;
+    if (c->cfg.lb->path_up)
+        c->cfg.lb->path_up(c, path);
+}
+
+/* A chunk on a down path is its probe: one packet, and the next probe
+ * twice as far off. */
+static uint32_t path_probe(pp_conn_t *c, int path, uint32_t bytes, uint64_t now)
+{
+    pp_path_t *pa = &c->paths[path];
+    if (!pa->down)
+        return bytes;
+    pa->down_until = now + pa->down_gap;
+    pa->down_gap = 2 * pa->down_gap < PP_DOWN_PROBE_MAX_NS ? 2 * pa->down_gap : PP_DOWN_PROBE_MAX_NS;
+    return bytes < c->cfg.mtu ? bytes : c->cfg.mtu;
+}
+
 static void path_sent(pp_conn_t *c, int path, uint32_t len, int retx)
 {
     pp_path_stats_t *ps = &c->paths[path].st;
@@ -580,10 +679,10 @@ static int tx_retransmit(pp_conn_t *c, uint64_t now, pp_out_t *out)
         if (c->cfg.cc->allow_retx && !c->cfg.cc->allow_retx(c, p->len))
             return 0;
         path = c->cfg.lb->select_path(c, now);
-        if (path < 0 || path >= (int)c->cfg.npaths)
+        if (path < 0 || path >= (int)c->cfg.npaths || c->paths[path].down)
             path = p->path;   /* every window full: a repair still goes, elsewhere */
         if (path == p->path && c->cfg.npaths > 1)
-            path = (path + 1) % (int)c->cfg.npaths;
+            path = path_fallback(c, path);
         p->path = (uint16_t)path;
         p->state = PP_PK_INFLIGHT;
         infl_set(c, psn);
@@ -691,15 +790,20 @@ static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
         return tx_wait(c, PP_WAIT_RWND, now);
     if (c->inflight && !cc->can_send(c, bytes))
         return tx_wait(c, PP_WAIT_CWND, now);
-    if (m->len < c->cfg.small)
-        c->chunk_path = 0;   /* small messages: one path, no reordering */
+    if (m->len < c->cfg.small)   /* small messages: one path, no reordering */
+        c->chunk_path = c->paths[0].down ? path_fallback(c, 0) : 0;
     else
         c->chunk_path = cc->select_path ? cc->select_path(c, now) : c->cfg.lb->select_path(c, now);
     if (c->chunk_path < 0 && c->inflight)
         return tx_wait(c, PP_WAIT_PATH, now);   /* no path has room: ACKs will open one */
     if (c->chunk_path < 0 || c->chunk_path >= (int)c->cfg.npaths)
-        c->chunk_path = 0;
-    bytes = chunk_widen(c, m, bytes, region_end);
+        c->chunk_path = path_fallback(c, (int)c->cfg.npaths - 1);
+    else if (!pp_path_live(c, c->chunk_path, now))
+        c->chunk_path = path_fallback(c, c->chunk_path);   /* an LB's last resort */
+    if (c->paths[c->chunk_path].down)
+        bytes = path_probe(c, c->chunk_path, bytes, now);
+    else
+        bytes = chunk_widen(c, m, bytes, region_end);
     c->chunk_left = bytes;
     c->chunk_id++;
     c->st.tx_chunks++;
@@ -878,8 +982,10 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
      * another path), and its resend time on this path would declare every
      * packet queued here before it lost (found with plait-sim: 100k
      * needless retransmissions of 250k packets on 2 x 1 Gbit/s). */
-    if (!p->retx && p->sent_ns > pa->acked_sent_ns)
+    if (!p->retx && p->sent_ns > pa->acked_sent_ns) {
         pa->acked_sent_ns = p->sent_ns;
+        path_delivered(c, p->path);
+    }
     p->state = sacked ? PP_PK_SACKED : PP_PK_FREE;
     if (sacked)
         bit_set(c->sack_bits, slot);
@@ -921,10 +1027,12 @@ static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint
     c->nlost++;
     c->paths[p->path].st.lost++;
     c->paths[p->path].penalty_until = now + 4 * (c->srtt_ns ? c->srtt_ns : c->cfg.rto_min_ns);
-    if (timeout)
+    if (timeout) {
         c->st.retx_timeout++;
-    else
+        path_timeout(c, p, now);
+    } else {
         c->st.retx_fast++;
+    }
     if (c->cfg.lb->on_loss)
         c->cfg.lb->on_loss(c, p->path);
     if (sdiff(psn, c->recover) >= 0) {
@@ -1275,7 +1383,8 @@ int pp_poll(pp_conn_t *c, uint64_t now)
          * window (8192 packets) every rto_min / 4. */
         if (!p->retx && now - p->sent_ns < rto)
             break;
-        limit = path_rto(c, p->path, rto) << (p->retx < 8 ? p->retx : 8);
+        limit = c->paths[p->path].down ? rto   /* a probe: expected lost */
+                                       : path_rto(c, p->path, rto) << (p->retx < 8 ? p->retx : 8);
         if (now - p->first_ns > c->cfg.give_up_ns) {
             c->failed = 1;
             snprintf(c->why, sizeof c->why, "rank %u stopped acknowledging (packet %u unacked for "

@@ -34,7 +34,7 @@ static int lb_random(pp_conn_t *c, uint64_t now)
     int n = (int)c->cfg.npaths, p = 0;
     for (int tries = 0; tries < 4; tries++) {
         p = (int)(pp_rand(c) % (uint64_t)n);
-        if (c->paths[p].penalty_until <= now && pp_path_free(c, p))
+        if (c->paths[p].penalty_until <= now && pp_path_free(c, p) && pp_path_live(c, p, now))
             break;
     }
     return p;
@@ -59,7 +59,7 @@ static uint64_t path_cost(const pp_conn_t *c, int p, uint64_t now)
     const pp_path_t *pp = &c->paths[p];
     uint64_t rtt = path_delay(c, p);
     uint64_t cost = (rtt ? rtt : 1) * (1 + pp->inflight / (c->cfg.chunk ? c->cfg.chunk : 1));
-    if (pp->penalty_until > now || !pp_path_free(c, p))
+    if (pp->penalty_until > now || !pp_path_free(c, p) || !pp_path_live(c, p, now))
         cost += 1000000000ull;
     return cost;
 }
@@ -97,17 +97,27 @@ static int pwin_room(const pp_conn_t *c, int p, uint64_t now)
     const pp_path_t *pa = &c->paths[p];
     if (!pp_path_free(c, p))
         return 0;   /* another thread is sending its packets */
+    if (pa->down)
+        return pp_path_live(c, p, now);   /* its probe (conn.c, path quarantine) */
     if (pa->cwnd >= (double)c->cfg.chunk)
         return (double)pa->inflight + c->cfg.chunk <= pa->cwnd;
     return pa->inflight == 0 && now >= pa->idle_until;
 }
 
+/* A path's first window, and a revived one's (path_up): it starts over. */
+static void pwin_path_up(pp_conn_t *c, int p)
+{
+    pp_path_t *pa = &c->paths[p];
+    pa->cwnd = 2.0 * c->cfg.chunk;
+    pa->ssthresh = (double)PP_WIN * c->cfg.mtu;
+    pa->cut_ns = 0;
+    pa->idle_until = 0;
+}
+
 static void pwin_init(pp_conn_t *c)
 {
-    for (uint32_t p = 0; p < c->cfg.npaths; p++) {
-        c->paths[p].cwnd = 2.0 * c->cfg.chunk;
-        c->paths[p].ssthresh = (double)PP_WIN * c->cfg.mtu;
-    }
+    for (uint32_t p = 0; p < c->cfg.npaths; p++)
+        pwin_path_up(c, (int)p);
 }
 
 /* Earliest completion at the tail: a chunk on a path slower than the
@@ -292,7 +302,7 @@ static void pwin_on_loss(pp_conn_t *c, int path)
 const pp_lb_ops_t pp_lb_pwin = {.name = "pwin", .select_path = pwin_select, .init = pwin_init,
                                 .chunk_span = pwin_chunk_span,
                                 .on_acked = pwin_on_acked, .on_loss = pwin_on_loss,
-                                .path_loss = 1};
+                                .path_up = pwin_path_up, .path_loss = 1};
 
 
 #define CLOCK_RING (sizeof(((pp_conn_t *)0)->clock_ring) / sizeof(uint16_t))
@@ -301,7 +311,7 @@ static int clock_select(pp_conn_t *c, uint64_t now)
 {
     while (c->clock_head != c->clock_tail) {
         int p = c->clock_ring[c->clock_tail++ % CLOCK_RING];
-        if (pp_path_free(c, p))
+        if (pp_path_free(c, p) && !c->paths[p].down)
             return p;
     }
     return lb_random(c, now);

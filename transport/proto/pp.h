@@ -54,6 +54,10 @@
                                       * than the least queued one slows down (lb.c) */
 #define PP_CHUNK_TIME_NS   150000     /* a chunk spanning several lasts at most this long at
                                        * the delivery rate (pwin's chunk_span: lb.c) */
+#define PP_DOWN_TIMEOUTS  2          /* a path's timeouts in a row, an RTO apart, with
+                                      * nothing it carried since acknowledged: it is down */
+#define PP_DOWN_PROBE_NS  10000000ull   /* a down path's first probe after this ... */
+#define PP_DOWN_PROBE_MAX_NS 1000000000ull   /* ... doubling up to this */
 #define PP_MAX_HLEN  64              /* largest ptl header inside a message */
 /* Message buffers kept per connection for reuse: freed, the heap goes back
  * to the kernel and every new buffer costs a page fault per 4 KiB (a stream
@@ -260,6 +264,7 @@ typedef struct {
     uint64_t tx_pkts, tx_bytes, retx_pkts, lost;
     uint64_t srtt_ns, min_rtt_ns, rtt_samples;
     uint64_t chunks;
+    uint64_t downs;      /* times it was taken out of use as dead (pp_path_live) */
 } pp_path_stats_t;
 
 typedef struct {
@@ -373,6 +378,7 @@ struct pp_lb_ops {
     void (*on_loss)(pp_conn_t *c, int path);
     void (*init)(pp_conn_t *c);                                  /* may be NULL */
     void (*on_acked)(pp_conn_t *c, int path, uint32_t bytes);    /* path's bytes newly acked */
+    void (*path_up)(pp_conn_t *c, int path);   /* a down path delivered again; may be NULL */
     /* Chunks (of cfg.chunk) the next one on path may span, >= 1; NULL: 1. */
     uint32_t (*chunk_span)(const pp_conn_t *c, int path);
     int  path_loss;   /* the LB reacts to loss per path: the CC's on_loss is not called
@@ -441,6 +447,14 @@ typedef struct {
     uint64_t idle_until;      /* a window below one chunk: next chunk not before this */
     uint32_t held;            /* its packets in pinned batches (pp_tx_pin): another
                                * thread is handing them to the kernel */
+    /* Quarantine (conn.c, path_timeout): a path whose packets stopped coming
+     * back is down and takes one probe packet per down_gap until one of its
+     * packets is acknowledged. */
+    uint32_t tmo_row;         /* timeouts since it last delivered (PP_DOWN_TIMEOUTS) */
+    uint64_t tmo_ns;          /* the last of them */
+    uint8_t  down;
+    uint64_t down_until;      /* down: its next probe not before this */
+    uint64_t down_gap;        /* down: the wait before the probe after that */
 } pp_path_t;
 
 /* Congestion-control state shared by the policies (each uses what it needs). */
@@ -620,6 +634,13 @@ void pp_tx_pin(pp_conn_t *c, const pp_out_t *out, int n);
 void pp_tx_unpin(pp_conn_t *c, const pp_out_t *out, int n);
 /* 1 when path p may take packets now: no other thread holds it (pp_tx_pin). */
 static inline int pp_path_free(const pp_conn_t *c, int p) { return !c->paths[p].held; }
+/* 1 when path p may take a chunk: it is not down, or its probe is due
+ * (down, nothing of it in flight, down_until passed). Every LB asks. */
+static inline int pp_path_live(const pp_conn_t *c, int p, uint64_t now)
+{
+    const pp_path_t *pa = &c->paths[p];
+    return !pa->down || (!pa->inflight && now >= pa->down_until);
+}
 #define PP_BUSY (-2)
 /* The next packet to transmit now (retransmission first), or 0: none now. */
 int  pp_tx_next(pp_conn_t *c, uint64_t now, pp_out_t *out);

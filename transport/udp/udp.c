@@ -2065,16 +2065,20 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 fprintf(f, "    send waited on %s: %.1f ms\n", pp_wait_name(w), s.wait_ns[w] / 1e6);
         for (uint32_t i = 0; i < p->conn.cfg.npaths; i++) {
             const pp_path_stats_t *ps = &p->conn.paths[i].st;
+            char down[64] = "";
             if (!ps->tx_pkts && !ps->rtt_samples)
                 continue;
+            if (ps->downs)   /* path quarantine (transport/proto conn.c) */
+                snprintf(down, sizeof down, ", taken down %llu times%s",
+                         (unsigned long long)ps->downs, p->conn.paths[i].down ? " (down now)" : "");
             fprintf(f, "    path %2u (port %u->%u): %llu pkts %llu B %llu chunks, retx %llu, lost "
-                    "%llu, srtt %.1f us min %.1f us queue-rtt %.1f us window %.0f KB\n", i,
+                    "%llu, srtt %.1f us min %.1f us queue-rtt %.1f us window %.0f KB%s\n", i,
                     ntohs(u->ports[i]),
                     ntohs(p->dst[i].sin_port), (unsigned long long)ps->tx_pkts,
                     (unsigned long long)ps->tx_bytes, (unsigned long long)ps->chunks,
                     (unsigned long long)ps->retx_pkts, (unsigned long long)ps->lost,
                     ps->srtt_ns / 1e3, ps->min_rtt_ns / 1e3, p->conn.paths[i].qrtt_ns / 1e3,
-                    p->conn.paths[i].cwnd / 1e3);
+                    p->conn.paths[i].cwnd / 1e3, down);
         }
         pthread_mutex_unlock(&p->lock);
     }
