@@ -54,8 +54,8 @@
                                       * than the least queued one slows down (lb.c) */
 #define PP_CHUNK_TIME_NS   150000     /* a chunk spanning several lasts at most this long at
                                        * the delivery rate (pwin's chunk_span: lb.c) */
-#define PP_DOWN_TIMEOUTS  2          /* a path's timeouts in a row, an RTO apart, with
-                                      * nothing it carried since acknowledged: it is down */
+#define PP_DOWN_TIMEOUTS  2          /* a path's timeouts in a row, with nothing it
+                                      * carried since acknowledged: it is down (conn.c) */
 #define PP_DOWN_PROBE_NS  10000000ull   /* a down path's first probe after this ... */
 #define PP_DOWN_PROBE_MAX_NS 1000000000ull   /* ... doubling up to this */
 #define PP_MAX_HLEN  64              /* largest ptl header inside a message */
@@ -490,6 +490,8 @@ struct pp_conn {
     uint32_t  snd_una, snd_nxt, recover;
     uint32_t  highest_sacked;
     uint64_t  hs_sent_ns;         /* when the highest SACKed packet was sent */
+    uint64_t  delivered_sent_ns;  /* latest send time of a packet acknowledged, on any
+                                   * path (path quarantine: conn.c) */
     int       have_sack;
     uint64_t  inflight;           /* bytes in flight (not acked, not marked lost) */
     uint64_t  lost_bytes;         /* bytes marked lost, not resent (conn.c: fc_unacked) */
