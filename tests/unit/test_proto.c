@@ -1452,6 +1452,56 @@ static void t_path_down_small(void)
     free(n);
 }
 
+/* A down path: its probe times out after the RTO from the RTT, not after
+ * an RTO floor raised by spurious timeouts; our ACKs leave it for a live
+ * path even when the peer's last data came on it. */
+static void t_path_down_probe_ack(void)
+{
+    net_t *n = net_new(61, 62, NULL);
+    pp_conn_t *c = &n->c[0];
+    static uint8_t msg[20000];
+    pp_out_t o;
+    uint64_t t;
+    int k = 0, probe = -1;
+    transfer(n, 5, 64, 1);   /* an RTT estimate */
+    for (int p = 0; p < 8; p++)
+        c->paths[p].inflight = (uint64_t)c->paths[p].cwnd;   /* every window full ... */
+    c->paths[6].inflight = 0;
+    c->paths[6].down = 1;                                     /* ... but a down path's */
+    c->ndown = 1;
+    c->paths[6].down_until = n->now;
+    c->paths[6].down_gap = PP_DOWN_PROBE_NS;
+    c->rto_floor_ns = 12500000;
+    pp_send(c, "hdr", 3, msg, sizeof msg);
+    while (pp_tx_next(c, n->now, &o) && k++ < 100)
+        if (probe < 0)
+            probe = o.path;
+    TAP_OK(probe == 6 && c->paths[6].inflight > 0 && c->paths[6].inflight <= c->cfg.mtu &&
+           c->paths[6].down_until == n->now + PP_DOWN_PROBE_NS,
+           "down path: its probe is one packet (%llu B on it), the next one %.0f ms later",
+           (unsigned long long)c->paths[6].inflight, (c->paths[6].down_until - n->now) / 1e6);
+    for (t = n->now; t < n->now + 12500000 && !c->nlost; t += 50000)
+        pp_poll(c, t);
+    TAP_OK(c->nlost == 1 && t - n->now < 5000000,
+           "down path: the probe timed out after %.1f ms (RTO floor 12.5 ms, srtt %.0f us)",
+           (t - n->now) / 1e6, c->srtt_ns / 1e3);
+    n->c[1].paths[3].down = 1;   /* the receiver's data found port pair 3 dead */
+    n->c[1].ndown = 1;
+    n->c[1].ack_echo_path = 3;
+    n->c[1].ack_pending = 1;
+    k = pp_ack_next(&n->c[1], n->now, &o);
+    TAP_OK(k == 1 && o.path == 4,
+           "down path: an ACK the peer's data on it asked for goes on the next live path (%d)",
+           o.path);
+    n->c[1].paths[3].down = 0;
+    n->c[1].ndown = 0;
+    n->c[1].ack_pending = 1;
+    k = pp_ack_next(&n->c[1], n->now, &o);
+    TAP_OK(k == 1 && o.path == 3, "live path: the ACK goes on the peer's data's path (%d)", o.path);
+    net_fini(n);
+    free(n);
+}
+
 /* pwin: chunks go only to paths with room in their windows; none: wait. */
 static void t_pwin_steer(void)
 {
@@ -2425,6 +2475,7 @@ int main(void)
     t_path_down();
     t_path_down_all();
     t_path_down_small();
+    t_path_down_probe_ack();
     t_infl_index();
     t_pwin_steer();
     t_pwin_chunk_span();

@@ -570,12 +570,12 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
  * A path is taken down after PP_DOWN_TIMEOUTS timeouts of its packets,
  * each packet sent after the one before had timed out (a burst of losses
  * counts once), each with nothing sent on the path since delivered
- * (acked_sent_ns) while a packet sent later on another path was
- * (delivered_sent_ns). A congested path loses part of its packets and
+ * (acked_sent_ns) while the peer did acknowledge other data after it was
+ * sent (acked_ns). A congested path loses part of its packets and
  * delivers the rest; a random loss is found by the packets after it; a
  * peer that stopped acknowledging (descheduled, paused) silences every
- * path at once, and when it answers again the packets sent since arrive.
- * None of them counts.
+ * path at once, and when it answers again the packets sent since arrive,
+ * so a stall counts once at most. None of them takes a path down.
  *
  * A down path's packets in flight are marked lost at once (resent on live
  * paths, not each after its own timeout), and it takes no chunk but a
@@ -589,14 +589,6 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
 
 uint64_t pp_rto_ns(const pp_conn_t *c);
 static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint64_t now);
-
-static int live_paths(const pp_conn_t *c)
-{
-    int n = 0;
-    for (uint32_t p = 0; p < c->cfg.npaths; p++)
-        n += !c->paths[p].down;
-    return n;
-}
 
 /* The first path after avoid (cyclically) that is not down; avoid itself
  * when every other one is. */
@@ -615,6 +607,7 @@ static void path_down(pp_conn_t *c, int path, uint64_t now)
 {
     pp_path_t *pa = &c->paths[path];
     pa->down = 1;
+    c->ndown++;
     pa->tmo_row = 0;
     pa->down_gap = PP_DOWN_PROBE_NS;
     pa->down_until = now + PP_DOWN_PROBE_NS;
@@ -633,12 +626,12 @@ static void path_timeout(pp_conn_t *c, const pp_pkt_t *p, uint64_t now)
     pp_path_t *pa = &c->paths[p->path];
     if (pa->down || pa->acked_sent_ns >= p->sent_ns)
         return;   /* down already, or something sent on it later arrived */
-    if (c->delivered_sent_ns <= p->sent_ns)
-        return;   /* nothing later arrived on any path: the peer stalled, not this path */
+    if (c->acked_ns <= p->sent_ns)
+        return;   /* no ACK since it went: the peer stalled, not (only) this path */
     if (pa->tmo_row && p->sent_ns <= pa->tmo_ns)
         return;   /* sent before the last one counted: the same episode */
     pa->tmo_ns = now;
-    if (++pa->tmo_row >= PP_DOWN_TIMEOUTS && live_paths(c) > 1)
+    if (++pa->tmo_row >= PP_DOWN_TIMEOUTS && c->ndown + 1 < c->cfg.npaths)
         path_down(c, p->path, now);
 }
 
@@ -650,9 +643,29 @@ static void path_delivered(pp_conn_t *c, int path)
     if (!pa->down)
         return;
     pa->down = 0;
+    c->ndown--;
     pa->penalty_until = 0;
     if (c->cfg.lb->path_up)
         c->cfg.lb->path_up(c, path);
+}
+
+/* A probe's timeout: the RTO from the RTT alone. Not the adapted floor
+ * (rto_floor_ns): a floor raised by spurious timeouts (12.5 ms at most)
+ * would hold the probe's message that long at every probe, and a probe
+ * declared lost early costs one resent packet. */
+static uint64_t probe_rto(const pp_conn_t *c)
+{
+    uint64_t rto = c->srtt_ns + 4 * c->rttvar_ns;
+    return rto < c->cfg.rto_min_ns ? c->cfg.rto_min_ns : rto > c->cfg.rto_max_ns ? c->cfg.rto_max_ns : rto;
+}
+
+/* The path for an ACK of our own: the one the peer's last data came on
+ * (echo_path: the reverse of a path the peer's packets take), unless our
+ * own data found that port pair dead: then a live one. */
+static int ack_path(const pp_conn_t *c)
+{
+    int p = (int)(c->ack_echo_path % c->cfg.npaths);
+    return c->paths[p].down ? path_fallback(c, p) : p;
 }
 
 /* A chunk on a down path is its probe: one packet, and the next probe
@@ -996,8 +1009,7 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
         pa->acked_sent_ns = p->sent_ns;
         path_delivered(c, p->path);
     }
-    if (p->sent_ns > c->delivered_sent_ns)   /* (a resent one too: the peer answers) */
-        c->delivered_sent_ns = p->sent_ns;
+    c->acked_ns = now;
     p->state = sacked ? PP_PK_SACKED : PP_PK_FREE;
     if (sacked)
         bit_set(c->sack_bits, slot);
@@ -1375,7 +1387,7 @@ static void rto_floor_decay(pp_conn_t *c, uint64_t now)
 
 int pp_poll(pp_conn_t *c, uint64_t now)
 {
-    uint64_t rto;
+    uint64_t rto, young;
     int marked = 0;
     now = conn_clock(c, now);
     if (c->failed || now - c->last_rto_scan < c->cfg.rto_min_ns / 4)
@@ -1383,19 +1395,20 @@ int pp_poll(pp_conn_t *c, uint64_t now)
     c->last_rto_scan = now;
     rto_floor_decay(c, now);
     rto = pp_rto_ns(c);
+    young = c->ndown ? probe_rto(c) : rto;   /* the least limit (probe_rto <= rto) */
     for (uint32_t psn = c->snd_una; sdiff(c->snd_nxt, psn) > 0; psn++) {
         pp_pkt_t *p = &c->pk[psn % PP_WIN];
         uint64_t limit;
         if (p->state != PP_PK_INFLIGHT && p->state != PP_PK_LOST)
             continue;
-        /* Every packet's limit is at least rto, and send times grow with
-         * the PSN past a packet never resent: from the first such packet
-         * younger than rto on, none can time out (nor give up: first send
-         * times grow too). The scan stops there rather than walk the
-         * window (8192 packets) every rto_min / 4. */
-        if (!p->retx && now - p->sent_ns < rto)
+        /* Every packet's limit is at least young (rto, or a probe's), and
+         * send times grow with the PSN past a packet never resent: from
+         * the first such packet younger than that on, none can time out
+         * (nor give up: first send times grow too). The scan stops there
+         * rather than walk the window (8192 packets) every rto_min / 4. */
+        if (!p->retx && now - p->sent_ns < young)
             break;
-        limit = c->paths[p->path].down ? rto   /* a probe: expected lost */
+        limit = c->paths[p->path].down ? probe_rto(c)
                                        : path_rto(c, p->path, rto) << (p->retx < 8 ? p->retx : 8);
         if (now - p->first_ns > c->cfg.give_up_ns) {
             c->failed = 1;
@@ -1847,7 +1860,7 @@ int pp_ack_next(pp_conn_t *c, uint64_t now, pp_out_t *out)
      * writes it straight into the packet, up to its last word with a bit
      * set: a.sack stays unused, neither cleared nor copied. */
     memset(&a, 0, PP_ACK_SHORT);
-    fill_common(c, &a.h, PP_T_ACK, c->ack_echo_path % c->cfg.npaths);
+    fill_common(c, &a.h, PP_T_ACK, ack_path(c));
     a.cum = c->rcv_cum;
     a.echo_psn = c->ack_echo_psn;
     a.echo_path = c->ack_echo_path;

@@ -490,8 +490,9 @@ struct pp_conn {
     uint32_t  snd_una, snd_nxt, recover;
     uint32_t  highest_sacked;
     uint64_t  hs_sent_ns;         /* when the highest SACKed packet was sent */
-    uint64_t  delivered_sent_ns;  /* latest send time of a packet acknowledged, on any
-                                   * path (path quarantine: conn.c) */
+    uint64_t  acked_ns;           /* when a packet was last newly acknowledged (path
+                                   * quarantine: conn.c) */
+    uint32_t  ndown;              /* paths down now */
     int       have_sack;
     uint64_t  inflight;           /* bytes in flight (not acked, not marked lost) */
     uint64_t  lost_bytes;         /* bytes marked lost, not resent (conn.c: fc_unacked) */
