@@ -85,17 +85,23 @@ static void give_up(int rank)
     plait_request_t req;
     int pid = getpid(), rc;
     t_case = "giveup: the receiver stops mid-message";
-    memset(buf, 0x11, len);
+    memset(buf, rank == 1 ? 0x11 : 0x22, len);
     if (rank == 1) {
+        volatile const unsigned char *first = buf;
+        double t0;
         CHECK_RC(plait_send(&pid, sizeof pid, PLAIT_BYTE, 0, 50, plait_comm_world()));
         CHECK_RC(plait_irecv(buf, len, PLAIT_BYTE, 0, 51, plait_comm_world(), &req));
         CHECK_RC(plait_recv(&go, 1, PLAIT_BYTE, 0, 52, plait_comm_world(), NULL));
-        /* 2 ms of progress: the CTS goes out (this thread transmits), some
-         * data comes in; 64 MiB take far longer on any loopback */
-        for (double t0 = plait_wtime(); plait_wtime() - t0 < 0.002;) {
+        /* Progress until the first data byte is placed: the CTS went out
+         * and the sender streams (stopped before that, the sender would
+         * have nothing unacknowledged to give up on, and only PLAIT_TIMEOUT
+         * could end its wait; a fixed 2 ms here missed the CTS 2-3 times
+         * in 25 on a loaded 2-core machine). 64 MiB take far longer. */
+        for (t0 = plait_wtime(); *first != 0x22;) {
             int done;
             CHECK_RC(plait_test(&req, &done, NULL));
-            CHECK(!done, "64 MiB arrived within 2 ms: nothing left to stop");
+            CHECK(!done, "64 MiB arrived before its first byte was seen: nothing left to stop");
+            CHECK(plait_wtime() - t0 < 20, "no data byte placed within 20 s");
         }
         raise(SIGSTOP);
         FAIL("continued after SIGSTOP");
