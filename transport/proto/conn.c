@@ -580,12 +580,13 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
  * A down path's packets in flight are marked lost at once (resent on live
  * paths, not each after its own timeout), and it takes no chunk but a
  * probe of one packet, the first PP_DOWN_PROBE_NS later, then at doubling
- * gaps up to PP_DOWN_PROBE_MAX_NS. The probe times out after the
- * connection's RTO (not the path's own, nor backed off: pp_poll), so a
- * probe into a still dead path delays its message by about one RTO. An
- * original packet of the path acknowledged brings it back (pkt_acked) with
- * a fresh window (the LB's path_up). The last live path is never taken
- * down. */
+ * gaps up to PP_DOWN_PROBE_MAX_NS. The probe times out after the RTO of
+ * the RTT alone (probe_rto: not the path's own, not the adapted floor, not
+ * backed off), so a probe into a still dead path delays its message by
+ * about one RTT-based RTO. An original packet of the path acknowledged
+ * brings it back (pkt_acked) with a fresh window (the LB's path_up). Small
+ * messages and our ACKs leave a down port pair (chunk_start, ack_path).
+ * The last live path is never taken down. */
 
 uint64_t pp_rto_ns(const pp_conn_t *c);
 static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint64_t now);
