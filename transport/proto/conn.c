@@ -588,7 +588,6 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
  * messages and our ACKs leave a down port pair (chunk_start, ack_path).
  * The last live path is never taken down. */
 
-uint64_t pp_rto_ns(const pp_conn_t *c);
 static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint64_t now);
 
 /* The first path after avoid (cyclically) that is not down; avoid itself
@@ -650,15 +649,21 @@ static void path_delivered(pp_conn_t *c, int path)
         c->cfg.lb->path_up(c, path);
 }
 
+/* The RTO from the smoothed RTT (twice floor before a sample), at least
+ * floor, at most the configured ceiling. */
+static uint64_t rto_above(const pp_conn_t *c, uint64_t floor)
+{
+    uint64_t rto = c->srtt_ns ? c->srtt_ns + 4 * c->rttvar_ns : 2 * floor;
+    if (rto < floor)
+        rto = floor;
+    return rto > c->cfg.rto_max_ns ? c->cfg.rto_max_ns : rto;
+}
+
 /* A probe's timeout: the RTO from the RTT alone. Not the adapted floor
  * (rto_floor_ns): a floor raised by spurious timeouts (12.5 ms at most)
  * would hold the probe's message that long at every probe, and a probe
  * declared lost early costs one resent packet. */
-static uint64_t probe_rto(const pp_conn_t *c)
-{
-    uint64_t rto = c->srtt_ns + 4 * c->rttvar_ns;
-    return rto < c->cfg.rto_min_ns ? c->cfg.rto_min_ns : rto > c->cfg.rto_max_ns ? c->cfg.rto_max_ns : rto;
-}
+static uint64_t probe_rto(const pp_conn_t *c) { return rto_above(c, c->cfg.rto_min_ns); }
 
 /* The path for an ACK of our own: the one the peer's last data came on
  * (echo_path: the reverse of a path the peer's packets take), unless our
@@ -674,8 +679,6 @@ static int ack_path(const pp_conn_t *c)
 static uint32_t path_probe(pp_conn_t *c, int path, uint32_t bytes, uint64_t now)
 {
     pp_path_t *pa = &c->paths[path];
-    if (!pa->down)
-        return bytes;
     pa->down_until = now + pa->down_gap;
     pa->down_gap = 2 * pa->down_gap < PP_DOWN_PROBE_MAX_NS ? 2 * pa->down_gap : PP_DOWN_PROBE_MAX_NS;
     return bytes < c->cfg.mtu ? bytes : c->cfg.mtu;
@@ -1339,13 +1342,7 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a, const uint8_t 
 }
 
 uint64_t pp_rto_ns(const pp_conn_t *c);
-uint64_t pp_rto_ns(const pp_conn_t *c)
-{
-    uint64_t rto = c->srtt_ns ? c->srtt_ns + 4 * c->rttvar_ns : 2 * c->rto_floor_ns;
-    if (rto < c->rto_floor_ns)
-        rto = c->rto_floor_ns;
-    return rto > c->cfg.rto_max_ns ? c->cfg.rto_max_ns : rto;
-}
+uint64_t pp_rto_ns(const pp_conn_t *c) { return rto_above(c, c->rto_floor_ns); }
 
 /* A packet's timeout: the connection's RTO, or its own path's when that is
  * longer. Paths differ by whole queue depths (a slow path's full queue holds
