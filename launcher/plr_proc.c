@@ -115,17 +115,17 @@ static bool plr_rank_unjoined_now(const plr_job_t *job, int r, const void *ctx)
 static void plr_job_note_unjoined(const plr_job_t *job)
 {
     int n = plr_job_nranks(job);
-    bool joined = false, missing = false;
+    bool joined = false;
     char list[256];
     if (job->mode == PLR_MODE_DAEMON)
         return;   /* (the head names them, across hosts: its table is by rank) */
-    for (int r = 0; r < n; r++) {
+    for (int r = 0; r < n; r++)
         joined |= job->ranks[r].connected;
-        missing |= plr_rank_unjoined_now(job, r, NULL);
-    }
-    if (!joined || !missing)
+    if (!joined)
         return;                            /* (plain programs: nobody joins) */
     plr_ranks_format(job, list, sizeof list, plr_rank_unjoined_now, NULL);
+    if (!list[0])
+        return;                            /* every running rank joined */
     fprintf(stderr, PLR_NAME ": when the job ended, %s %s had not called plait_init yet\n",
             strchr(list, ',') ? "ranks" : "rank", list);
     fflush(stderr);
