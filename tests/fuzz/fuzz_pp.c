@@ -94,9 +94,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             h.magic = PP_MAGIC;
             h.type = (mode & 2) ? PP_T_ACK : PP_T_DATA;
             h.flags &= h.type == PP_T_ACK ? 0 : PP_F_ALL;
-            if (h.type == PP_T_ACK)
-                h.hlen = 0;
-            h.rsv = 0;
+            if (h.type == PP_T_ACK)   /* (data keeps its ack_via: any value is a hint) */
+                h.hlen = h.ack_via = 0;
             h.src = 1;
             h.epoch = 7;
             h.tag = pp_tag(KEY, 1, 0);

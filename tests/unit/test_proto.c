@@ -330,7 +330,7 @@ static void t_field_checks(void)
     TAP_OK(d.h.tag == (pp_tag(NET_KEY, 0, 1) ^ pp_hdr_sum(pkt, PP_DATA_HDR)) &&
            pp_tag(NET_KEY, 0, 1) != pp_tag(NET_KEY, 1, 0) &&
            pp_tag(NET_KEY, 0, 1) != pp_tag(NET_KEY + 1, 0, 1) &&
-           pp_tag(NET_KEY, 0, 1) != pp_tag(NET_KEY, 0, 2) && d.h.hlen == 1 && d.h.rsv == 0,
+           pp_tag(NET_KEY, 0, 1) != pp_tag(NET_KEY, 0, 2) && d.h.hlen == 1 && d.h.ack_via == 0,
            "fields: the tag depends on key, source and destination (direction too), sealed "
            "with the header");
     d.h.tag = pp_tag(NET_KEY, 0, 1);   /* unsealed: PUT seals each altered copy */
@@ -356,8 +356,8 @@ static void t_field_checks(void)
         TAP_OK(PARSE(pkt, len) == PP_DROP_MAGIC, "fields: unknown type");
         e = d; e.h.flags |= 0x80; PUT(e);
         TAP_OK(PARSE(pkt, len) == PP_DROP_MAGIC, "fields: unknown flag bit");
-        e = d; e.h.rsv = 1; PUT(e);
-        TAP_OK(PARSE(pkt, len) == PP_DROP_MAGIC, "fields: reserved byte not 0");
+        e = d; e.h.ack_via = 200; PUT(e);
+        TAP_OK(PARSE(pkt, len) == -1, "fields: data may name a path for the ACKs (any value)");
         e = d; e.h.flags |= PP_F_PLACED; PUT(e);
         TAP_OK(PARSE(pkt, PP_DATA_HDR_MAX - 1) == PP_DROP_TRUNC,
                "fields: placed flag on a datagram shorter than the placed header");
@@ -490,7 +490,10 @@ static void t_field_checks(void)
         k.rsv = 1;
         TAP_OK(pp_parse(&k, sizeof k, NET_KEY, 0, &src, &type) == PP_DROP_MAGIC,
                "fields: ACK with its reserved byte set");
-        k.rsv = 0; k.h.hlen = 3;
+        k.rsv = 0; k.h.ack_via = 1;
+        TAP_OK(pp_parse(&k, sizeof k, NET_KEY, 0, &src, &type) == PP_DROP_MAGIC,
+               "fields: ACK naming a path for ACKs");
+        k.h.ack_via = 0; k.h.hlen = 3;
         TAP_OK(pp_parse(&k, sizeof k, NET_KEY, 0, &src, &type) == PP_DROP_MAGIC,
                "fields: ACK with a header length");
         k.h.hlen = 0; k.h.flags = PP_F_RETX;
@@ -1452,6 +1455,37 @@ static void t_path_down_small(void)
     free(n);
 }
 
+/* One small message at a time (a ping-pong's side, a sequence of blocking
+ * sends): nothing else is in flight when one times out on a dead path 0,
+ * so no ACK came after it went; its copy arriving elsewhere with no
+ * duplicate reported blames path 0 then. Two such messages take it down,
+ * and the rest leave it but for its probes: 2 timeouts in 20 messages, not
+ * 20. */
+static void t_path_down_serial(void)
+{
+    net_t *n = net_new(53, 54, f_dead_path);
+    dead_t x = {.dead = 1, .dead_path = 0};
+    int got = 0;
+    uint64_t tmo = 0;
+    n->arg = &x;
+    for (int k = 0; k < 20; k++) {
+        pp_send(&n->c[0], "hdr", 3, "small", 5);
+        for (int i = 0; i < 100000 && !(got > k && pp_idle(&n->c[0])); i++) {
+            net_step(n, 64);
+            got += drain(n);
+        }
+        if (k == 1)
+            tmo = n->c[0].st.retx_timeout;
+    }
+    TAP_OK(got == 20 && n->c[0].paths[0].down && tmo == 2 &&
+               n->c[0].st.retx_timeout == 2 + (uint64_t)x.probes,
+           "one message at a time, path 0 dead: all 20 arrived (%d), path 0 down after the "
+           "first two timed out there (%llu), then only its %d probes did (%llu in all)", got,
+           (unsigned long long)tmo, x.probes, (unsigned long long)n->c[0].st.retx_timeout);
+    net_fini(n);
+    free(n);
+}
+
 /* A down path: its probe times out after the RTO from the RTT, not after
  * an RTO floor raised by spurious timeouts; our ACKs leave it for a live
  * path even when the peer's last data came on it. */
@@ -1498,6 +1532,104 @@ static void t_path_down_probe_ack(void)
     n->c[1].ack_pending = 1;
     k = pp_ack_next(&n->c[1], n->now, &o);
     TAP_OK(k == 1 && o.path == 3, "live path: the ACK goes on the peer's data's path (%d)", o.path);
+    net_fini(n);
+    free(n);
+}
+
+/* Forward dead on side 0's paths 0 and 1 (its data), reverse dead on side
+ * 1's paths 2..5 (everything it sends there): counts what the reverse
+ * dropped and the data that named a path for the ACKs. */
+typedef struct {
+    int acks_lost, data_via, data;
+} split_dead_t;
+
+static int f_split_dead(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    split_dead_t *x = n->arg;
+    pp_hdr_t h;
+    (void)seq;
+    if (len < sizeof h)
+        return NET_PASS;
+    memcpy(&h, p, sizeof h);
+    if (from == 1) {
+        if (h.path < 2 || h.path > 5)
+            return NET_PASS;
+        x->acks_lost += h.type == PP_T_ACK;
+        return NET_DROP;
+    }
+    if (h.type != PP_T_DATA)
+        return NET_PASS;
+    x->data++;
+    x->data_via += h.ack_via != 0;
+    return h.path < 2 ? NET_DROP : NET_PASS;
+}
+
+/* A one-way transfer across a dead link whose reverse port pairs are other
+ * ones (ECMP hashes each direction on its own): once the sender has taken
+ * its dead paths down, its data names a path it heard the receiver on, and
+ * the receiver's ACKs take it instead of dying on the reverse of the data's
+ * path. Then the header's hint itself: sent only with a path down and
+ * something heard within an RTO, and a receiver's ACK follows it unless
+ * its own data found that path dead. */
+static void t_ack_via(void)
+{
+    net_t *n = net_new(71, 72, f_split_dead);
+    split_dead_t x = {0};
+    pp_conn_t *c = &n->c[0], *r = &n->c[1];
+    uint64_t tmo;
+    pp_out_t o;
+    int k;
+    n->arg = &x;
+    transfer_for(n, 100000000ull, "split dead link");
+    TAP_OK(c->paths[0].down && c->paths[1].down && c->ndown == 2,
+           "split dead link: the sender took its two dead paths down (%u)", c->ndown);
+    x = (split_dead_t){0};
+    tmo = c->st.retx_timeout;
+    transfer_for(n, 100000000ull, "split dead link, paths down");
+    TAP_OK(x.data > 1000 && x.data_via > x.data * 9 / 10 && x.acks_lost == 0 &&
+               c->st.retx_timeout - tmo <= 5,
+           "split dead link, paths down: %d of %d data packets named a path for the ACKs, %d "
+           "ACKs lost on dead reverse pairs, %llu timeouts besides probes' in 100 ms", x.data_via,
+           x.data, x.acks_lost, (unsigned long long)(c->st.retx_timeout - tmo));
+    net_fini(n);
+    free(n);
+
+    n = net_new(73, 74, NULL);
+    c = &n->c[0];
+    r = &n->c[1];
+    transfer(n, 5, 64, 1);   /* an RTT estimate, and something heard */
+    c->heard_path = 1 + 6;
+    c->heard_ns = n->now;
+    pp_send(c, "hdr", 3, "x", 1);
+    k = pp_tx_next(c, n->now, &o);
+    TAP_OK(k == 1 && o.hdr[offsetof(pp_hdr_t, ack_via)] == 0,
+           "ack_via: no path down, the data names none");
+    net_emit(n, 0, &o);
+    c->paths[3].down = 1;
+    c->ndown = 1;
+    c->paths[3].down_until = n->now + 1000000000ull;
+    pp_send(c, "hdr", 3, "y", 1);
+    k = pp_tx_next(c, n->now, &o);
+    TAP_OK(k == 1 && o.hdr[offsetof(pp_hdr_t, ack_via)] == 7,
+           "ack_via: a path down, the data names the path last heard (%u)",
+           o.hdr[offsetof(pp_hdr_t, ack_via)]);
+    r->ack_pending = 0;
+    pp_rx(r, n->now, o.hdr, o.hdr_len + o.len);   /* (payload follows the header in o) */
+    k = pp_ack_next(r, n->now, &o);
+    TAP_OK(k == 1 && o.path == 6 && r->ack_echo_path != 6,
+           "ack_via: the receiver's ACK takes the path named (%d), not the data's (%u)", o.path,
+           r->ack_echo_path);
+    r->paths[6].down = 1;
+    r->ndown = 1;
+    r->ack_pending = 1;
+    k = pp_ack_next(r, n->now, &o);
+    TAP_OK(k == 1 && o.path != 6, "ack_via: not where the receiver's own data found it dead (%d)",
+           o.path);
+    c->heard_ns = n->now - c->srtt_ns - 4 * c->rttvar_ns - 2 * c->cfg.rto_min_ns - 1;
+    pp_send(c, "hdr", 3, "z", 1);
+    k = pp_tx_next(c, n->now, &o);
+    TAP_OK(k == 1 && o.hdr[offsetof(pp_hdr_t, ack_via)] == 0,
+           "ack_via: nothing heard for an RTO, the data names none");
     net_fini(n);
     free(n);
 }
@@ -2475,7 +2607,9 @@ int main(void)
     t_path_down();
     t_path_down_all();
     t_path_down_small();
+    t_path_down_serial();
     t_path_down_probe_ack();
+    t_ack_via();
     t_infl_index();
     t_pwin_steer();
     t_pwin_chunk_span();

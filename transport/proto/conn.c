@@ -467,7 +467,7 @@ static void fill_common(pp_conn_t *c, pp_hdr_t *h, int type, int path)
     h->flags = 0;
     h->path = (uint16_t)path;
     h->hlen = 0;
-    h->rsv = 0;
+    h->ack_via = 0;
     h->src = c->cfg.me;
     h->epoch = c->cfg.my_epoch;
     h->tag = 0;   /* pp_seal writes it once the whole header is built */
@@ -525,6 +525,8 @@ static int piggy_fits(const pp_conn_t *c, const pp_pkt_t *p)
     return !p->msg->placed && p->chunk_end && p->len + PP_PIGGY_LEN <= c->cfg.mtu;
 }
 
+static uint8_t ack_via_hint(const pp_conn_t *c);
+
 static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *out)
 {
     pp_data_t d;
@@ -534,6 +536,7 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
     d.h.flags = (uint8_t)((p->retx ? PP_F_RETX : 0) | (p->chunk_end ? PP_F_CHUNK_END : 0) |
                           (p->msg->placed ? PP_F_PLACED : 0) | (piggy ? PP_F_ACK : 0));
     d.h.hlen = (uint8_t)p->msg->hlen;
+    d.h.ack_via = ack_via_hint(c);
     d.psn = psn;
     d.msg = p->msg->id;
     d.off = p->off;
@@ -586,7 +589,20 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
  * about one RTT-based RTO. An original packet of the path acknowledged
  * brings it back (pkt_acked) with a fresh window (the LB's path_up). Small
  * messages and our ACKs leave a down port pair (chunk_start, ack_path).
- * The last live path is never taken down. */
+ * The last live path is never taken down.
+ *
+ * A rank learns which port pairs are dead from its own data only, and its
+ * ACKs go back on the path the peer's data came on: a receiver with little
+ * data of its own (one-way traffic) keeps ACKing on dead pairs of its
+ * direction (the reverse of a live forward pair may hash onto the dead
+ * link), and its peer's timers fire on packets that arrived, raise the RTO
+ * floor and resend. So while a sender has paths down, its data names in
+ * ack_via (pp_hdr_t) the receiver's path its last packet came on: one that
+ * delivers in the receiver's direction, which the receiver's ACKs then
+ * take (ack_path). With no path down the header says nothing and ACKs
+ * follow the data as before, and so it does when nothing came from the
+ * peer for an RTO: the path named may have died since, and the ACKs that
+ * follow the data find live ones again. */
 
 static void mark_lost(pp_conn_t *c, uint32_t psn, pp_pkt_t *p, int timeout, uint64_t now);
 
@@ -620,19 +636,37 @@ static void path_down(pp_conn_t *c, int path, uint64_t now)
     }
 }
 
-/* A timeout of packet p, on its path: see the block above. */
-static void path_timeout(pp_conn_t *c, const pp_pkt_t *p, uint64_t now)
+/* A packet sent on path at sent, found lost at found (its timeout), was
+ * lost there while the peer lived: counted towards taking the path down
+ * unless something sent on it later arrived or an earlier loss of the same
+ * episode was counted. */
+static void path_timeout_found(pp_conn_t *c, int path, uint64_t sent, uint64_t found,
+                               uint64_t now)
 {
-    pp_path_t *pa = &c->paths[p->path];
-    if (pa->down || pa->acked_sent_ns >= p->sent_ns)
+    pp_path_t *pa = &c->paths[path];
+    if (pa->down || pa->acked_sent_ns >= sent)
         return;   /* down already, or something sent on it later arrived */
-    if (c->acked_ns <= p->sent_ns)
-        return;   /* no ACK since it went: the peer stalled, not (only) this path */
-    if (pa->tmo_row && p->sent_ns <= pa->tmo_ns)
+    if (pa->tmo_row && sent <= pa->tmo_ns)
         return;   /* sent before the last one counted: the same episode */
-    pa->tmo_ns = now;
+    pa->tmo_ns = found;
     if (++pa->tmo_row >= PP_DOWN_TIMEOUTS && c->ndown + 1 < c->cfg.npaths)
-        path_down(c, p->path, now);
+        path_down(c, path, now);
+}
+
+/* A timeout of packet p, on its path: see the block above. With no ACK
+ * since it went the peer may have stalled (every path silent at once): the
+ * path is blamed later, if at all, when p arrives by a copy sent elsewhere
+ * and the peer reports no duplicate for it (pkt_acked: the copy that timed
+ * out never arrived). Sequential traffic has nothing else in flight, so
+ * without this a dead path 0 (every small message's) was never taken down:
+ * each message waited out its timeout there. */
+static void path_timeout(pp_conn_t *c, pp_pkt_t *p, uint64_t now)
+{
+    if (c->acked_ns <= p->sent_ns) {
+        p->silent_path = (uint16_t)(p->path + 1);
+        return;
+    }
+    path_timeout_found(c, p->path, p->sent_ns, now, now);
 }
 
 /* An original packet of path was acknowledged: it delivers. */
@@ -665,13 +699,26 @@ static uint64_t rto_above(const pp_conn_t *c, uint64_t floor)
  * declared lost early costs one resent packet. */
 static uint64_t probe_rto(const pp_conn_t *c) { return rto_above(c, c->cfg.rto_min_ns); }
 
-/* The path for an ACK of our own: the one the peer's last data came on
- * (echo_path: the reverse of a path the peer's packets take), unless our
- * own data found that port pair dead: then a live one. */
+/* The path for an ACK of our own: the one the peer's data named in
+ * ack_via (it heard from us there lately: see the block above), else the
+ * one its last data came on (echo_path: the reverse of a path the peer's
+ * packets take), unless our own data found that port pair dead: then a
+ * live one. */
 static int ack_path(const pp_conn_t *c)
 {
     int p = (int)(c->ack_echo_path % c->cfg.npaths);
+    if (c->ack_via && !c->paths[c->ack_via - 1].down)
+        return c->ack_via - 1;
     return c->paths[p].down ? path_fallback(c, p) : p;
+}
+
+/* What our data says in ack_via: see the block above. */
+static uint8_t ack_via_hint(const pp_conn_t *c)
+{
+    if (!c->ndown || !c->heard_path || c->heard_path > UINT8_MAX ||
+        c->now - c->heard_ns >= probe_rto(c))
+        return 0;
+    return (uint8_t)c->heard_path;
 }
 
 /* A chunk on a down path is its probe: one packet, and the next probe
@@ -982,6 +1029,8 @@ static uint32_t pkt_acked(pp_conn_t *c, pp_pkt_t *p, int sacked, uint64_t now)
         }
         return 0;
     }
+    if (p->silent_path && !c->ack_new_dups)   /* (resent when it timed out: sent_ns) */
+        path_timeout_found(c, p->silent_path - 1, p->first_ns, p->sent_ns, now);
     if (p->state == PP_PK_INFLIGHT) {
         infl_clr(c, slot);
         c->inflight -= len;
@@ -1212,7 +1261,7 @@ static void rx_dups(pp_conn_t *c, uint32_t dups, uint64_t now)
     c->dups_seen = dups;
     c->st.spurious += delta;
     reo_widen(c, now);
-    if (c->st.retx_timeout == c->timeouts_seen)
+    if (c->st.retx_timeout == c->timeouts_seen )
         return;
     c->timeouts_seen = c->st.retx_timeout;
     c->floor_moved_ns = now;
@@ -1297,6 +1346,7 @@ static void rx_ack(pp_conn_t *c, uint64_t now, const pp_ack_t *a, const uint8_t 
         return;
     }
     c->st.acks_rx++;
+    c->ack_new_dups = a->dups != c->dups_seen;   /* (pkt_acked) */
     if (sdiff(a->cum, c->snd_una) >= 0) {
         for (; sdiff(a->cum, c->snd_una) > 0; c->snd_una++)
             acked += pkt_acked(c, &c->pk[c->snd_una % PP_WIN], 0, now);
@@ -1720,11 +1770,10 @@ static int hdr_check(const void *pkt, size_t len)
     magic = pkt_u16(pkt, HDR_AT(magic));
     type = pkt_u8(pkt, HDR_AT(type));
     flags = pkt_u8(pkt, HDR_AT(flags));
-    if (magic != PP_MAGIC || (type != PP_T_DATA && type != PP_T_ACK) || (flags & ~PP_F_ALL) ||
-        pkt_u8(pkt, HDR_AT(rsv)))
+    if (magic != PP_MAGIC || (type != PP_T_DATA && type != PP_T_ACK) || (flags & ~PP_F_ALL))
         return PP_DROP_MAGIC;
     if (type == PP_T_ACK) {
-        if (flags || pkt_u8(pkt, HDR_AT(hlen)))
+        if (flags || pkt_u8(pkt, HDR_AT(hlen)) || pkt_u8(pkt, HDR_AT(ack_via)))
             return PP_DROP_MAGIC;
         if (len < PP_ACK_SHORT || len > PP_ACK_LEN || (len - PP_ACK_SHORT) % 8)
             return PP_DROP_TRUNC;   /* (the bitmap: whole words, pp_ack_next) */
@@ -1778,6 +1827,20 @@ int pp_parse(const void *pkt, size_t len, uint64_t key, uint32_t me, uint32_t *s
     return -1;
 }
 
+/* A packet of the peer's that passed its checks: the path it came on
+ * (heard_path: ours to name in ack_via) and, data, its hint for our ACKs
+ * (one naming no path of ours is no hint). */
+static void rx_heard(pp_conn_t *c, uint64_t now, const void *pkt)
+{
+    uint32_t path = pkt_u16(pkt, HDR_AT(path)), via = pkt_u8(pkt, HDR_AT(ack_via));
+    if (path < c->cfg.npaths) {
+        c->heard_path = (uint16_t)(path + 1);
+        c->heard_ns = now;
+    }
+    if (pkt_u8(pkt, HDR_AT(type)) == PP_T_DATA)
+        c->ack_via = (uint16_t)(via <= c->cfg.npaths ? via : 0);
+}
+
 static void rx_packet(pp_conn_t *c, uint64_t now, const void *pkt, size_t len, int sealed)
 {
     int why;
@@ -1799,6 +1862,7 @@ static void rx_packet(pp_conn_t *c, uint64_t now, const void *pkt, size_t len, i
         drop(c, PP_DROP_STALE);
         return;
     }
+    rx_heard(c, now, pkt);
     if (pkt_u8(pkt, HDR_AT(type)) == PP_T_DATA) {
         rx_data(c, now, pkt, len);
     } else {

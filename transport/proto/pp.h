@@ -79,10 +79,14 @@ enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4, PP_F_ACK = 8 };
  *     magic    2  protocol and version: anything else is not-plait
  *     type     1  DATA or ACK
  *     flags    1  PP_F_*; unknown bits are not-plait (room for version 3)
- *     path     2  sender's path index (ACKs: the path of the packet acked)
+ *     path     2  the sender's index of the path this packet takes (an
+ *                 ACK's acked packet's path is its echo_path)
  *     hlen     1  DATA: the ptl header length at the start of the message
  *                 (in the byte alignment leaves free here); else 0
- *     rsv      1  0
+ *     ack_via  1  DATA: 1 + an index of the receiver's paths on which the
+ *                 sender heard from it lately, for the receiver's ACKs
+ *                 (ack_path), or 0; sent only while the sender has paths
+ *                 down (see "path quarantine" in conn.c). ACK: 0
  *     src      4  sending rank: which connection (the receiver is the other end)
  *     epoch    4  sender's incarnation (its address card): a restarted
  *                 rank's old packets are stale, not merged
@@ -147,9 +151,9 @@ typedef struct {
     uint16_t magic;
     uint8_t  type;
     uint8_t  flags;
-    uint16_t path;      /* sender's path index (ACKs: path of the packet acked) */
+    uint16_t path;      /* sender's index of the path it takes */
     uint8_t  hlen;      /* DATA: ptl header length at the start of the message; else 0 */
-    uint8_t  rsv;       /* 0 */
+    uint8_t  ack_via;   /* DATA: 1 + a path of the receiver's for its ACKs, or 0; ACK: 0 */
     uint32_t src;       /* sending rank: the connection is (src -> the receiver) */
     uint32_t epoch;     /* sender's incarnation, from its address card */
     uint64_t tag;       /* pp_tag(key, src, dst): foreign jobs and misrouted packets mismatch */
@@ -228,7 +232,8 @@ static inline size_t pp_sealed_len(const pp_hdr_t *h, size_t len)
 /* Why a packet was dropped (counted per connection or per endpoint). */
 enum {
     PP_DROP_TRUNC = 0,  /* shorter than its header (ACK: not its fields and whole bitmap words) */
-    PP_DROP_MAGIC,      /* not this protocol / version / type; unknown flags, rsv not 0 */
+    PP_DROP_MAGIC,      /* not this protocol / version / type; unknown flags, reserved
+                         * bytes not 0 */
     PP_DROP_KEY,        /* tag mismatch: another job's packet, meant for another rank, or
                          * a corrupt header (pp_seal) */
     PP_DROP_CONN,       /* from this rank itself, or from an unknown rank */
@@ -427,6 +432,8 @@ typedef struct {
     uint16_t  len;
     uint16_t  path;
     uint8_t   state, retx, chunk_end, rsv;
+    uint16_t  silent_path;             /* 1 + the path of its last timeout that found the peer
+                                        * silent, not counted then (path quarantine); or 0 */
     uint64_t  sent_ns, first_ns;   /* last and first transmission (RTT samples) */
 } pp_pkt_t;
 
@@ -547,6 +554,10 @@ struct pp_conn {
     uint32_t  ack_echo_psn;
     uint16_t  ack_echo_path;
     uint8_t   ack_echo_flags;
+    uint16_t  ack_via;            /* the peer's last data's hint for our ACKs (pp_hdr_t) */
+    uint16_t  heard_path;         /* 1 + the peer's path its last packet took (0: none yet) */
+    uint64_t  heard_ns;           /* when that packet came */
+    int       ack_new_dups;       /* the ACK being read reports new duplicates (pkt_acked) */
     uint32_t  credit_grant;       /* EQDS: bytes granted so far (cumulative, wraps) */
     uint32_t  credit_seen;        /* EQDS sender: the grant total last received */
     uint32_t  rcv_ahead;          /* bits set in rcv_bits: packets past a hole (SACK to say) */
