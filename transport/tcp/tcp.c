@@ -25,6 +25,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -41,6 +42,13 @@
 #define TCP_FRAME_MAX  (256 * 1024)            /* header + payload of one frame */
 #define TCP_PREFIX     8                       /* the two u32 lengths */
 #define TCP_CONNECT_MS 10000
+/* Connections not past their hello yet: at most TCP_UNKNOWN_MAX at once,
+ * each for TCP_CONNECT_MS (the time a peer has to connect), and a buffer
+ * of one hello each. A port scanner or a stray client then holds neither
+ * the rank's descriptors (accept failing with EMFILE leaves the listening
+ * socket ready: every progress pass would spin on it, and real peers
+ * could not connect) nor a frame buffer per connection. */
+#define TCP_UNKNOWN_MAX 64
 
 typedef struct {
     uint64_t magic;
@@ -57,8 +65,10 @@ typedef struct {
 typedef struct {
     int            fd;
     int            rank;        /* -1 until the hello arrived (incoming) */
-    unsigned char *buf;         /* incoming: bytes read, not yet delivered */
+    unsigned char *buf;         /* incoming: bytes read, not yet delivered (one hello's
+                                 * room until it arrived, then a frame's) */
     size_t         have;
+    uint64_t       since_ns;    /* accepted then (its hello is due TCP_CONNECT_MS later) */
 } tcp_in_t;
 
 typedef struct {
@@ -77,6 +87,8 @@ typedef struct {
     uint8_t    *taken_in;       /* by world rank: its connection was accepted (once a job) */
     tcp_in_t  **in;             /* incoming connections (accepted) */
     int         nin, capin;
+    int         nunknown;       /* of them, before their hello */
+    uint64_t    refused;        /* connections refused (not this job's, replays, too many) */
     int         npend;          /* outgoing connections with a pending tail */
     char        ifname[32];
 } tcp_t;
@@ -319,11 +331,23 @@ static void tcp_close_in(tcp_t *t, int i)
     tcp_in_t *c = t->in[i];
     if (c->rank >= 0)
         t->dead_in[c->rank] = 1;
+    else
+        t->nunknown--;
     epoll_ctl(t->efd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     free(c->buf);
     free(c);
     t->in[i] = t->in[--t->nin];
+}
+
+/* A refused connection: said the first time and then at every power of two,
+ * with the count, so a scanner or a stray client cannot flood the log. */
+static void tcp_refused(tcp_t *t, const char *why)
+{
+    uint64_t n = ++t->refused;
+    if ((n & (n - 1)) == 0)
+        prt_log(PRT_LOG_WARN, "tcp: refused a connection %s (%llu refused so far; said again "
+                "at %llu)", why, (unsigned long long)n, (unsigned long long)(2 * n));
 }
 
 static void tcp_accept(tcp_t *t)
@@ -334,6 +358,11 @@ static void tcp_accept(tcp_t *t)
         struct epoll_event ev = {.events = EPOLLIN};
         if (fd < 0)
             return;
+        if (t->nunknown >= TCP_UNKNOWN_MAX) {
+            close(fd);
+            tcp_refused(t, "beyond the connections still to say hello");
+            continue;
+        }
         if (t->nin == t->capin) {
             int cap = t->capin ? 2 * t->capin : 16;
             tcp_in_t **n = realloc(t->in, (size_t)cap * sizeof *n);
@@ -342,7 +371,7 @@ static void tcp_accept(tcp_t *t)
             t->capin = cap;
         }
         c = calloc(1, sizeof *c);
-        if (!c || !(c->buf = malloc(TCP_PREFIX + TCP_FRAME_MAX))) {
+        if (!c || !(c->buf = malloc(sizeof(tcp_hello_t)))) {
             free(c);
             close(fd);
             return;
@@ -350,30 +379,40 @@ static void tcp_accept(tcp_t *t)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         c->fd = fd;
         c->rank = -1;
+        c->since_ns = prt_now_ns();
         ev.data.ptr = c;
         t->in[t->nin++] = c;
+        t->nunknown++;
         epoll_ctl(t->efd, EPOLL_CTL_ADD, fd, &ev);
     }
 }
 
 /* Checks a hello: right magic, a rank in range, that rank's proof, and the
- * first connection from it. */
+ * first connection from it; then gives the connection a frame's buffer. */
 static int tcp_take_hello(tcp_t *t, tcp_in_t *c)
 {
     tcp_hello_t h;
+    unsigned char *buf;
+    char why[96];
     memcpy(&h, c->buf, sizeof h);
     if (h.magic != TCP_MAGIC || h.rank < 0 || h.rank >= t->job->size || h.rank == t->job->rank ||
         h.proof != pp_tag(t->job->key, (uint32_t)h.rank, (uint32_t)t->job->rank)) {
-        prt_log(PRT_LOG_WARN, "tcp: refused a connection that is not from this job");
+        tcp_refused(t, "that is not from this job");
         return -1;
     }
     if (t->taken_in[h.rank]) {
-        prt_log(PRT_LOG_WARN, "tcp: refused a second connection as rank %d (a replay of its "
-                "hello?)", h.rank);
+        snprintf(why, sizeof why, "as rank %d a second time (a replay of its hello?)", h.rank);
+        tcp_refused(t, why);
         return -1;
     }
+    if (!(buf = realloc(c->buf, TCP_PREFIX + TCP_FRAME_MAX))) {
+        prt_log(PRT_LOG_ERROR, "tcp: no memory for rank %d's connection", h.rank);
+        return -1;
+    }
+    c->buf = buf;
     t->taken_in[h.rank] = 1;
     c->rank = h.rank;
+    t->nunknown--;
     return (int)sizeof h;
 }
 
@@ -413,8 +452,8 @@ static int tcp_read(tcp_t *t, int i, ptl_rx_fn rx, void *ctx)
     tcp_in_t *c = t->in[i];
     int n = 0;
     for (;;) {
-        ssize_t got = recv(c->fd, c->buf + c->have, TCP_PREFIX + TCP_FRAME_MAX - c->have,
-                           MSG_DONTWAIT);
+        size_t room = (c->rank < 0 ? sizeof(tcp_hello_t) : TCP_PREFIX + TCP_FRAME_MAX) - c->have;
+        ssize_t got = recv(c->fd, c->buf + c->have, room, MSG_DONTWAIT);
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0 && errno == EAGAIN)
@@ -426,11 +465,24 @@ static int tcp_read(tcp_t *t, int i, ptl_rx_fn rx, void *ctx)
     }
 }
 
+/* Closes the connections that have not said hello within TCP_CONNECT_MS. */
+static void tcp_expire_unknown(tcp_t *t)
+{
+    uint64_t now = prt_now_ns();
+    for (int i = t->nin - 1; i >= 0; i--)
+        if (t->in[i]->rank < 0 && now - t->in[i]->since_ns > TCP_CONNECT_MS * 1000000ull) {
+            tcp_close_in(t, i);
+            tcp_refused(t, "that said no hello in time");
+        }
+}
+
 static int tcp_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
 {
     tcp_t *t = tcp_of(tl);
     struct epoll_event ev[32];
     int n = 0, k;
+    if (t->nunknown)
+        tcp_expire_unknown(t);
     for (int r = 0; t->npend && r < t->job->size; r++)
         if (t->out[r].pend && tcp_flush_out(t, r) < 0)
             prt_log(PRT_LOG_DEBUG, "%s", prt_err_text());
