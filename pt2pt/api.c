@@ -284,7 +284,8 @@ static int pt_start(const char *fn, void *buf, size_t count, plait_dtype_t dt, i
               : ppt_isend_locked(s, comm, comm->mq, buf, bytes, peer, tag, req);
     if (rc == PLAIT_OK && internal) {
         rc = ppt_wait_locked(s, *req, fn);
-        ppt_cancel_locked(s, *req);   /* no-op unless it failed to complete */
+        if (ppt_cancel_locked(s, *req))   /* no-op unless it failed to complete */
+            rc = PLAIT_OK;                /* a send the peer took meanwhile */
         ppt_req_free(*req);           /* the caller's storage: only its status is read */
     }
     pthread_mutex_unlock(&s->lock);

@@ -23,8 +23,11 @@
 enum { PPT_EAGER = 1, PPT_RTS, PPT_CTS, PPT_DATA, PPT_FIN, PPT_COOP, PPT_HEAD, PPT_WDRAW };
 
 /* FIN's aux: 0 the receive is done; PPT_FIN_GAVE_UP the receive was
- * cancelled before the message came whole (its call failed). */
-#define PPT_FIN_GAVE_UP 1
+ * cancelled before the message came whole (its call failed);
+ * PPT_FIN_WITHDRAWN the answer to a send's withdrawal (WDRAW): nothing here
+ * reads its buffer any more (proto.c, send_withdraw). */
+#define PPT_FIN_GAVE_UP   1
+#define PPT_FIN_WITHDRAWN 2
 
 /* Header of every pt2pt frame. EAGER frames carry only its first
  * PPT_HDR_EAGER bytes (so header and a small payload share one cache line of
@@ -39,7 +42,8 @@ typedef struct {
     uint64_t len;    /* whole message length */
     uint64_t sid;    /* sender's request id (RTS, CTS, FIN, HEAD, WDRAW) */
     uint64_t aux;    /* RTS: sender address; CTS, WDRAW: receiver request id (WDRAW: 0 if
-                      * none known); DATA: offset; FIN: 0 or PPT_FIN_GAVE_UP */
+                      * none known); DATA: offset; FIN: 0 or PPT_FIN_GAVE_UP or
+                      * PPT_FIN_WITHDRAWN */
     uint64_t rid;    /* DATA: receiver request id */
 } ppt_hdr_t;
 
@@ -92,6 +96,8 @@ struct plait_request {
                                      * from buf (zero copy); completes when 0 and streamed */
     int              zc_streamed;   /* send: every DATA frame handed over (or refused) */
     int              zc_rc;         /* send: the stream's result (a transport failure wins) */
+    int              withdrawing;   /* send: its call failed, WDRAW sent, its answer awaited
+                                     * (proto.c, send_withdraw) */
     struct plait_request *prev, *next;   /* posted-receive list or active-collective list */
     uint64_t         post_seq;      /* recv: its posting order while posted, else 0 */
     struct ppt_bin  *bin;           /* recv, posted: its source's queue (NULL: any source) */
@@ -181,6 +187,8 @@ typedef struct ppt_tx {
 
 typedef struct {
     ppt_tx_t *head, *tail;
+    int       mute;   /* the peer left a withdrawal unanswered for PLAIT_TIMEOUT; the next
+                       * ones do not wait for it until it answers one (proto.c) */
 } ppt_txq_t;
 
 /* Receiver, per peer: the HEAD frame the peer's last RTS announced (it
@@ -308,6 +316,10 @@ void ppt_zc_done(void *ctx, uint64_t cookie, int rc);
 int  ppt_coop_progress(ppt_state_t *s, plait_request_t r);
 /* Runs the pulls (transport get) of rendezvous matched during this pass. */
 int  ppt_get_progress(ppt_state_t *s);
-void ppt_cancel_locked(ppt_state_t *s, plait_request_t req);
+/* Withdraws an unfinished request: afterwards it never completes or touches
+ * its buffer, and nothing reads a send's buffer. Returns 1 when the request
+ * turned out finished meanwhile (a send the peer had taken: the caller's
+ * failure may read as success), else 0. */
+int  ppt_cancel_locked(ppt_state_t *s, plait_request_t req);
 
 #endif

@@ -291,6 +291,14 @@ static void control_ctx(ppt_state_t *s, int world, int type, uint64_t ctx, uint6
         prt_log(PRT_LOG_ERROR, "cannot answer rank %d: %s", world, prt_err_text());
 }
 
+/* Whether a receive from world reads the sender's memory (a pull or a
+ * cooperative copy) rather than take what the sender streams. */
+static int reads_sender(const ppt_state_t *s, int world)
+{
+    const ptl_tl_t *tl = s->tl_of[world];
+    return tl && (tl->ops->get || tl->ops->coop_open);
+}
+
 static void control(ppt_state_t *s, int world, int type, uint64_t sid, uint64_t aux)
 {
     control_ctx(s, world, type, 0, sid, aux);
@@ -664,7 +672,7 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
     plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
     ppt_tx_t *t;
-    if (!r) {   /* withdrawn (its call failed): the receive that answered must not wait */
+    if (!r || r->withdrawing) {   /* withdrawn (its call failed): the receive must not wait */
         prt_log(PRT_LOG_DEBUG, "a CTS from rank %d named a withdrawn send", world);
         control(s, world, PPT_WDRAW, h->sid, h->aux);
         return;
@@ -687,9 +695,14 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
 static void rx_data(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *payload, size_t plen)
 {
     plait_request_t r = rx_req(s, h->rid, PPT_REQ_RECV, world);
-    if (!r || h->aux != r->got || plen > r->total - r->got || plen == 0) {
-        prt_log(PRT_LOG_WARN, "dropped a DATA frame from rank %d (unknown request or bad offset)",
-                world);
+    if (!r) {   /* a receive that gave up (timed out) while its data streamed in */
+        prt_log(PRT_LOG_DEBUG, "dropped a DATA frame from rank %d for a withdrawn receive", world);
+        return;
+    }
+    if (h->aux != r->got || plen > r->total - r->got || plen == 0) {
+        prt_log(PRT_LOG_WARN, "dropped a DATA frame from rank %d (offset %llu, %zu bytes: the "
+                "receive has %zu of %zu)", world, (unsigned long long)h->aux, plen, r->got,
+                r->total);
         return;
     }
     prt_trace('F', (int64_t)plen, world, h->rid);
@@ -722,8 +735,17 @@ static void txq_remove_req(ppt_state_t *s, plait_request_t req);
 static void rx_fin(ppt_state_t *s, int world, const ppt_hdr_t *h)
 {
     plait_request_t r = rx_req(s, h->sid, PPT_REQ_SEND, world);
+    s->txq[world].mute = 0;   /* it answers (send_withdraw) */
     if (!r) {
         prt_log(PRT_LOG_DEBUG, "dropped a FIN from rank %d naming no live send", world);
+        return;
+    }
+    if (h->aux == PPT_FIN_WITHDRAWN) {   /* (send_withdraw waits for it) */
+        if (!r->withdrawing)
+            return;
+        txq_remove_req(s, r);
+        ppt_req_unregister(s, r);
+        ppt_req_complete(s, r, PLAIT_ERR_TIMEOUT);
         return;
     }
     if (h->aux == PPT_FIN_GAVE_UP) {   /* stop streaming: nobody takes the rest */
@@ -766,13 +788,16 @@ static void rx_wdraw(ppt_state_t *s, int world, const ppt_hdr_t *h)
     } else if ((u = umsg_rts(mq, world, h->sid)) != NULL) {
         ppt_mq_del_unexp(mq, u);
         ppt_umsg_put(s, u);
-        return;
     } else if ((r = sid_find(s->coop_head, world, h->sid)) != NULL) {
         coop_end(s, r);
     }
     if (r)
         ppt_req_complete(s, r, prt_err(PLAIT_ERR_TRANSPORT, "rank %d withdrew the message this "
                                        "receive matched (its send failed: timed out?)", world));
+    /* The sender waits for this behind any FIN of ours (send_withdraw):
+     * nothing here reads its buffer from now on. */
+    if (!h->aux && reads_sender(s, world))
+        control(s, world, PPT_FIN, h->sid, PPT_FIN_WITHDRAWN);
 }
 
 static void rx_frame(ppt_state_t *s, int world, const void *hdr, size_t hlen,
@@ -979,11 +1004,71 @@ static void coll_unlink(ppt_state_t *s, plait_request_t req)
         req_unlink(&s->coll_head, req);
 }
 
-/* Withdraws an unfinished request: it will never complete or touch its buffer. */
-void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
+/* A send whose DATA the transport holds whole (zero copy: it still reads
+ * the caller's buffer for its retransmissions) is as good as sent, as a
+ * copied one is once handed over: the transport takes a copy, the caller
+ * its buffer, and the send completes. (Withdrawn instead, its receiver got
+ * the message all the same while the sender reported a failure.) */
+static void send_let_go(ppt_state_t *s, plait_request_t req)
 {
+    ptl_tl_t *tl = s->tl_of[req->world];
+    if (tl->ops->zc_detach(tl, req->world, req->id) != PLAIT_OK)
+        prt_log(PRT_LOG_ERROR, "completing a send: %s", prt_err_text());
+    req->zc_pending = 0;
+    ppt_req_unregister(s, req);
+    ppt_req_complete(s, req, PLAIT_OK);
+}
+
+/* A rendezvous send whose call failed, where the receiver reads the
+ * sender's memory (reads_sender: a pull, or a copy made together): the
+ * receiver may have matched its RTS and be reading the buffer the failed
+ * call is about to give back, or be about to (a pull runs at the end of
+ * the pass that matched; a WDRAW posted after that pass read its ring
+ * cannot stop it). The sender asks (WDRAW) and waits for the answer, which
+ * the receiver's ring brings behind anything it sent before: its FIN (it
+ * took the message: the send succeeded after all) or a FIN saying
+ * PPT_FIN_WITHDRAWN (it will not read). A receiver that is in no call
+ * meanwhile answers when it next is: it then finds the RTS and the WDRAW
+ * together and reads nothing. One that answers neither within PLAIT_TIMEOUT
+ * (stopped halfway through its pass) is given up on, with a warning, and
+ * the next withdrawals to it (a failed collective's sends) do not wait
+ * until it answers one. Returns 1 when the send succeeded after all. */
+static int send_withdraw(ppt_state_t *s, plait_request_t req)
+{
+    int was, rc;
+    control_ctx(s, req->world, PPT_WDRAW, req->mq->ctx, req->id, 0);
+    req->withdrawing = 1;
+    if (s->txq[req->world].mute)
+        return 0;
+    was = prt_err_divert();   /* the caller's message stays the failure's */
+    rc = ppt_wait_locked(s, req, "withdrawing a send");
+    prt_err_undivert(was);
     if (atomic_load(&req->done))
-        return;
+        return rc == PLAIT_OK;
+    s->txq[req->world].mute = 1;
+    prt_log(PRT_LOG_WARN, "rank %d did not answer the withdrawal of a send to it within "
+            "PLAIT_TIMEOUT: its buffer goes back to the caller though that rank may still read it",
+            req->peer);
+    return 0;
+}
+
+int ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
+{
+    int live = req->world >= 0 && s->tl_of[req->world] != NULL;
+    if (atomic_load(&req->done))
+        return 0;
+    if (req->kind == PPT_REQ_SEND && live && req->zc_pending && req->zc_streamed &&
+        req->zc_rc == PLAIT_OK) {
+        send_let_go(s, req);
+        return 1;
+    }
+    if (req->kind == PPT_REQ_SEND && live && req->id && !req->withdrawing &&
+        reads_sender(s, req->world)) {
+        if (send_withdraw(s, req))
+            return 1;
+        if (atomic_load(&req->done))
+            return 0;   /* withdrawn: rx_fin took it out */
+    }
     if (req->kind == PPT_REQ_RECV && req->coop) {
         coop_end(s, req);
     } else if (req->kind == PPT_REQ_RECV && req->get_pending) {
@@ -1005,7 +1090,7 @@ void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
      * so that its receive neither reads this buffer later nor waits for
      * data that never comes, and a sender stops streaming to a receive
      * that gave up. */
-    if (req->kind == PPT_REQ_SEND && req->id && req->world >= 0 && s->tl_of[req->world])
+    if (req->kind == PPT_REQ_SEND && req->id && live && !req->withdrawing)
         control_ctx(s, req->world, PPT_WDRAW, req->mq->ctx, req->id, 0);
     else if (req->kind == PPT_REQ_RECV && req->id && req->sid)
         control(s, req->world, PPT_FIN, req->sid, PPT_FIN_GAVE_UP);
@@ -1021,4 +1106,5 @@ void ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
     }
     req->rc = PLAIT_ERR_INTERNAL;
     atomic_store(&req->done, 1);
+    return 0;
 }

@@ -168,6 +168,15 @@ for n in 2 4; do
     run "$JOB_LIMIT" "${L[@]}" "$BIN/pt2pt_timeout"
     ok_if_zero "pt2pt_timeout (PLAIT_TIMEOUT=2) -n $n"
 done
+# A send timing out while its receive is posted: the two always agree, and
+# nothing reads the buffer the failed send gave back (each transport; inside
+# a host both the pull and the copy made together).
+for v in "" PLAIT_SHM_COOP_MIN=0 PLAIT_TRANSPORT=tcp PLAIT_TRANSPORT=udp; do
+    launcher 2 0.2
+    [ -n "$v" ] && L+=(-x "$v")
+    run "$JOB_LIMIT" "${L[@]}" "$BIN/pt2pt_withdraw"
+    ok_if_zero "pt2pt_withdraw (PLAIT_TIMEOUT=0.2${v:+, $v}): send and receive agree"
+done
 
 # ------------------------------------------------------------------ faults
 # plaitrun must end the job, exit non-zero and say which rank failed and why.
