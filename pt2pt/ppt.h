@@ -267,6 +267,8 @@ int  ppt_req_register(ppt_state_t *s, plait_request_t req);
 void ppt_req_unregister(ppt_state_t *s, plait_request_t req);
 /* Waits (releasing the lock while backing off) until req is done or timeout. */
 int  ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn);
+/* The same with a time limit of its own instead of PLAIT_TIMEOUT. */
+int  ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s);
 /* One progress round over every transport and active request; returns the
  * work it did (packets, frames, completions): 0 when nothing moved. */
 int  ppt_progress_locked(ppt_state_t *s);

@@ -1027,12 +1027,17 @@ static void send_let_go(ppt_state_t *s, plait_request_t req)
  * cannot stop it). The sender asks (WDRAW) and waits for the answer, which
  * the receiver's ring brings behind anything it sent before: its FIN (it
  * took the message: the send succeeded after all) or a FIN saying
- * PPT_FIN_WITHDRAWN (it will not read). A receiver that is in no call
- * meanwhile answers when it next is: it then finds the RTS and the WDRAW
- * together and reads nothing. One that answers neither within PLAIT_TIMEOUT
- * (stopped halfway through its pass) is given up on, with a warning, and
- * the next withdrawals to it (a failed collective's sends) do not wait
- * until it answers one. Returns 1 when the send succeeded after all. */
+ * PPT_FIN_WITHDRAWN (it will not read). Only a receiver inside a progress
+ * pass can be reading: one in no call finds the RTS and the WDRAW together
+ * when it next makes one, and reads nothing. So the wait is bounded by
+ * PPT_WITHDRAW_WAIT_S (a pass, its pull included, ends well within it) or
+ * PLAIT_TIMEOUT if shorter: a receiver silent that long is busy elsewhere
+ * (or stopped halfway through a pass: a warning says the buffer goes back
+ * all the same), and the next withdrawals to it (a failed collective's
+ * sends) do not wait until it answers one. Returns 1 when the send
+ * succeeded after all. */
+#define PPT_WITHDRAW_WAIT_S 10.0
+
 static int send_withdraw(ppt_state_t *s, plait_request_t req)
 {
     int was, rc;
@@ -1041,14 +1046,16 @@ static int send_withdraw(ppt_state_t *s, plait_request_t req)
     if (s->txq[req->world].mute)
         return 0;
     was = prt_err_divert();   /* the caller's message stays the failure's */
-    rc = ppt_wait_locked(s, req, "withdrawing a send");
+    rc = ppt_wait_for_locked(s, req, "withdrawing a send",
+                             s->cfg.timeout_s < PPT_WITHDRAW_WAIT_S ? s->cfg.timeout_s
+                                                                    : PPT_WITHDRAW_WAIT_S);
     prt_err_undivert(was);
     if (atomic_load(&req->done))
         return rc == PLAIT_OK;
     s->txq[req->world].mute = 1;
-    prt_log(PRT_LOG_WARN, "rank %d did not answer the withdrawal of a send to it within "
-            "PLAIT_TIMEOUT: its buffer goes back to the caller though that rank may still read it",
-            req->peer);
+    prt_log(PRT_LOG_WARN, "rank %d did not answer the withdrawal of a send to it: its buffer "
+            "goes back to the caller (that rank reads it only if it stopped halfway through a "
+            "progress pass)", req->peer);
     return 0;
 }
 

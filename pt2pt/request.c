@@ -308,9 +308,14 @@ static int req_result(plait_request_t req, const char *fn)
 
 int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
 {
+    return ppt_wait_for_locked(s, req, fn, s->cfg.timeout_s);
+}
+
+int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s)
+{
     prt_backoff_t b;
     int backed_off = 0;   /* only waits that had to wait feed the average */
-    prt_backoff_start(&b, s->cfg.timeout_s);
+    prt_backoff_start(&b, timeout_s);
     for (;;) {
         uint64_t now;
         int work = 0;
