@@ -275,7 +275,10 @@ static int comm_exchange_all(ppt_state_t *s, plait_comm_t comm, const void *mine
         int one;
         if (!reqs[i])
             continue;
-        one = rc == PLAIT_OK ? ppt_wait_locked(s, reqs[i], fn) : (ppt_cancel_locked(s, reqs[i]), rc);
+        one = rc == PLAIT_OK ? ppt_wait_locked(s, reqs[i], fn) : rc;
+        /* withdrawn before its storage goes (a no-op once done) */
+        if (one != PLAIT_OK && ppt_cancel_locked(s, reqs[i]) && rc == PLAIT_OK)
+            one = PLAIT_OK;   /* a send the peer took meanwhile */
         if (rc == PLAIT_OK && one != PLAIT_OK)
             rc = one;
         ppt_req_free(reqs[i]);
