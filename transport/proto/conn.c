@@ -592,10 +592,11 @@ static void build_data(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, pp_out_t *
  * The last live path is never taken down.
  *
  * A rank learns which port pairs are dead from its own data only, and its
- * ACKs go back on the path the peer's data came on: a receiver with little
- * data of its own (one-way traffic) keeps ACKing on dead pairs of its
- * direction (the reverse of a live forward pair may hash onto the dead
- * link), and its peer's timers fire on packets that arrived, raise the RTO
+ * ACKs take its own path of the index the peer's data came on: in its
+ * direction that port pair may cross the dead link although the peer's of
+ * that index does not (each direction hashes its own ports). A receiver
+ * with little data of its own (one-way traffic) so keeps ACKing on dead
+ * pairs, and its peer's timers fire on packets that arrived, raise the RTO
  * floor and resend. So while a sender has paths down, its data names in
  * ack_via (pp_hdr_t) the receiver's path its last packet came on: one that
  * delivers in the receiver's direction, which the receiver's ACKs then
