@@ -380,13 +380,16 @@ int prt_boot_get(prt_job_t *job, int rank, const char *key, void **blob, size_t 
 
 /* An exit status keeps only the code's low 8 bits: 256 would read as 0,
  * success, so a code whose low byte is 0 (0 included) ends with status 1.
- * The launcher gets that status too: Open MPI's mpirun exits with the
- * status PMIx_Abort names, and exited 0 for plait_abort(0) and (256). */
+ * Other launchers get that status too: Open MPI's mpirun exits with the
+ * status PMIx_Abort names, and exited 0 for plait_abort(0) and (256).
+ * plaitrun (PLAIT_LAUNCHER) gets the code itself, to name it as the rank
+ * passed it, and makes the same status of it. */
 void prt_boot_abort(prt_job_t *job, int code, const char *reason)
 {
     int status = code & 0xff ? code & 0xff : 1;
+    const char *launcher = getenv("PLAIT_LAUNCHER");
     if (job && job->pmix && !job->singleton)
-        PMIx_Abort(status, reason, NULL, 0);
+        PMIx_Abort(launcher && strcmp(launcher, "plaitrun") == 0 ? code : status, reason, NULL, 0);
     _exit(status);
 }
 

@@ -183,7 +183,8 @@ done
 RANK_RE='rank[^0-9]{0,3}'
 fault "rank 2 killed by SIGKILL while others wait for it -n 3" 3 kill "${RANK_RE}2([^0-9]|$)"
 fault "plait_abort(7) on rank 1 -n 3" 3 abort "${RANK_RE}1([^0-9]|$)" "test abort"
-fault "plait_abort(256) on rank 1 -n 3 (status 1, not 0)" 3 abort256 "plait_abort\\(256\\)" "test abort"
+fault "plait_abort(256) on rank 1 -n 3 (status 1, not 0; plaitrun names 256)" 3 abort256 \
+    "called plait_abort\\(256\\)" "test abort"
 fault "rank 1 exits without plait_finalize -n 3" 3 noexit "${RANK_RE}1([^0-9]|$)"
 fault "plait_abort before plait_init on rank 0 -n 2" 2 early-abort "abort before init"
 # plait_init's fence cannot say whom it waited for; plaitrun knows which
