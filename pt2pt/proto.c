@@ -1009,12 +1009,19 @@ static void coll_unlink(ppt_state_t *s, plait_request_t req)
  * copied one is once handed over: the transport takes a copy, the caller
  * its buffer, and the send completes. (Withdrawn instead, its receiver got
  * the message all the same while the sender reported a failure.) */
-static void send_let_go(ppt_state_t *s, plait_request_t req)
+/* The transport stops reading a zero-copy send's buffer (it copies what it
+ * still needs); what names the caller's step in a failure's log line. */
+static void send_detach(ppt_state_t *s, plait_request_t req, const char *what)
 {
     ptl_tl_t *tl = s->tl_of[req->world];
     if (tl->ops->zc_detach(tl, req->world, req->id) != PLAIT_OK)
-        prt_log(PRT_LOG_ERROR, "completing a send: %s", prt_err_text());
+        prt_log(PRT_LOG_ERROR, "%s a send: %s", what, prt_err_text());
     req->zc_pending = 0;
+}
+
+static void send_let_go(ppt_state_t *s, plait_request_t req)
+{
+    send_detach(s, req, "completing");
     ppt_req_unregister(s, req);
     ppt_req_complete(s, req, PLAIT_OK);
 }
@@ -1087,12 +1094,8 @@ int ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
         req->early = 0;
     } else if (req->kind == PPT_REQ_RECV && !req->id)
         ppt_mq_unpost(req->mq, req);
-    if (req->kind == PPT_REQ_SEND && req->zc_pending) {   /* the transport reads buf: stop it */
-        ptl_tl_t *tl = s->tl_of[req->world];
-        if (tl->ops->zc_detach(tl, req->world, req->id) != PLAIT_OK)
-            prt_log(PRT_LOG_ERROR, "cancelling a send: %s", prt_err_text());
-        req->zc_pending = 0;
-    }
+    if (req->kind == PPT_REQ_SEND && req->zc_pending)   /* the transport reads buf: stop it */
+        send_detach(s, req, "cancelling");
     /* The peer holds or works on this rendezvous: tell it (rx_wdraw, rx_fin),
      * so that its receive neither reads this buffer later nor waits for
      * data that never comes, and a sender stops streaming to a receive
@@ -1102,7 +1105,7 @@ int ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
     else if (req->kind == PPT_REQ_RECV && req->id && req->sid)
         control(s, req->world, PPT_FIN, req->sid, PPT_FIN_GAVE_UP);
     ppt_req_unregister(s, req);
-    if (req->kind == PPT_REQ_SEND && req->world >= 0 && s->tl_of[req->world])
+    if (req->kind == PPT_REQ_SEND && live)
         txq_remove_req(s, req);
     if (req->kind == PPT_REQ_COLL) {
         coll_unlink(s, req);

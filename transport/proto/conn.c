@@ -1262,7 +1262,7 @@ static void rx_dups(pp_conn_t *c, uint32_t dups, uint64_t now)
     c->dups_seen = dups;
     c->st.spurious += delta;
     reo_widen(c, now);
-    if (c->st.retx_timeout == c->timeouts_seen )
+    if (c->st.retx_timeout == c->timeouts_seen)
         return;
     c->timeouts_seen = c->st.retx_timeout;
     c->floor_moved_ns = now;
