@@ -68,14 +68,14 @@ static int check_alltoallv(const char *fn, const pcoll_args_t *a, int n, int r)
 static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
 {
     const char *why;
-    int n, need_s, need_r;
+    int n, need_s, need_r, reduces = pcoll_is_reduction(a->coll);
     PRT_CHECK(ppt_comm_check(comm, fn));
     n = comm->size;
     if ((a->es = plait_dtype_size(a->dt)) == 0)
         return prt_err(PLAIT_ERR_ARG, "%s: dt %d is not a plait_dtype_t", fn, (int)a->dt);
-    if (pcoll_is_reduction(a->coll) && (unsigned)a->op > PLAIT_AVG)
+    if (reduces && (unsigned)a->op > PLAIT_AVG)
         return prt_err(PLAIT_ERR_ARG, "%s: op %d is not a plait_op_t", fn, (int)a->op);
-    if (pcoll_is_reduction(a->coll) && !pcoll_op_valid(a->dt, a->op, &why))
+    if (reduces && !pcoll_op_valid(a->dt, a->op, &why))
         return prt_err(PLAIT_ERR_ARG, "%s: op %s (%d) with dt %s: %s", fn, pcoll_op_name(a->op),
                        (int)a->op, pcoll_dtype_name(a->dt), why);
     if (is_rooted(a->coll) && (a->root < 0 || a->root >= n))
@@ -111,10 +111,12 @@ static int coll_build(pcoll_sched_t *sc, const pcoll_args_t *a, int algo)
         return algo == PCOLL_AG_RD ? pcoll_allgather_rd(sc, a)
              : algo == PCOLL_AG_BRUCK ? pcoll_allgather_bruck(sc, a)
              : algo == PCOLL_AG_SHM ? pcoll_allgather_shm(sc, a)
+             : algo == PCOLL_AG_TWO_LEVEL ? pcoll_allgather_two_level(sc, a)
              : pcoll_allgather_ring(sc, a);
     case PCOLL_REDUCE_SCATTER:
         return algo == PCOLL_RS_HALVING ? pcoll_reduce_scatter_halving(sc, a)
              : algo == PCOLL_RS_SHM ? pcoll_reduce_scatter_shm(sc, a)
+             : algo == PCOLL_RS_TWO_LEVEL ? pcoll_reduce_scatter_two_level(sc, a)
              : pcoll_reduce_scatter_ring(sc, a);
     case PCOLL_BCAST:
         return algo == PCOLL_BC_SCATTER_ALLGATHER ? pcoll_bcast_scatter_allgather(sc, a)
@@ -177,19 +179,37 @@ static int coll_nothing(const char *fn, plait_comm_t comm, plait_request_t *req)
     return PLAIT_OK;
 }
 
+/* A blocking call on the schedule engine: schedule and request on this
+ * frame (several KiB: kept out of coll_run, so that the calls that end
+ * before it -- bad arguments, a count of 0, the area and pair paths -- do not
+ * set up and probe that much stack). */
+static __attribute__((noinline)) int coll_run_sched_locked(const char *fn, ppt_state_t *s,
+                                                           plait_comm_t comm,
+                                                           const pcoll_args_t *a)
+{
+    pcoll_sched_t stack_sc;
+    struct plait_request stack_req;
+    plait_request_t r = NULL;
+    int rc;
+    pcoll_sched_init(&stack_sc, s, comm);
+    rc = coll_start(fn, s, comm, a, &stack_sc, &stack_req, &r);
+    if (rc == PLAIT_OK)
+        rc = pcoll_wait_free_locked(s, r, fn);
+    return rc;
+}
+
 /*
  * One path for every collective: req NULL = blocking. A blocking call keeps
- * its schedule and its request on this stack frame (nothing allocated for
- * small collectives), or for small sizes skips the engine: flags on a shared
- * area inside one host (coll/shm_small.c), else for two ranks one direct
- * exchange (coll/pair.c); a non-blocking one outlives the call, so schedule and
+ * its schedule and its request on the stack (nothing allocated for small
+ * collectives), or for small sizes skips the engine: flags on a shared area
+ * inside one host (coll/shm_small.c), else for two ranks one direct exchange
+ * (coll/pair.c); a non-blocking one outlives the call, so schedule and
  * request go to the heap.
  */
 static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_request_t *req)
 {
     ppt_state_t *s;
-    pcoll_sched_t *sc, stack_sc;
-    struct plait_request stack_req;
+    pcoll_sched_t *sc;
     plait_request_t r = NULL;
     int rc;
     if (!(s = ppt_enter(&rc, fn)))
@@ -208,10 +228,7 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     } else if (pcoll_pair_use(s, comm, a)) {
         rc = pcoll_pair_run_locked(s, comm, a, fn);
     } else {
-        pcoll_sched_init(&stack_sc, s, comm);
-        rc = coll_start(fn, s, comm, a, &stack_sc, &stack_req, &r);
-        if (rc == PLAIT_OK)
-            rc = pcoll_wait_free_locked(s, r, fn);
+        rc = coll_run_sched_locked(fn, s, comm, a);
     }
     pthread_mutex_unlock(&s->lock);
     return rc;

@@ -1,6 +1,8 @@
 /*
- * hier.c -- two-level allreduce for communicators spread over several hosts:
- * shared memory inside a host, the network only between hosts.
+ * hier.c -- two-level collectives for communicators spread over several
+ * hosts: shared memory inside a host, the network only between hosts.
+ * allreduce below; allgather and reduce_scatter (the same host map and
+ * columns) at the end of the file.
  *
  * The hosts of a communicator are numbered by their lowest comm rank; host h
  * has k_h members L_h[0] < L_h[1] < ... (comm ranks), and this rank is member
@@ -35,9 +37,9 @@
  * ranks (prt_job_t local_peers), so the hosts of a communicator are learnt
  * once by an allgather of each rank's host key (the lowest world rank on its
  * host) and kept until plait_init, keyed by the communicator's context. The
- * allgather is blocking, so it runs inside a blocking allreduce (all ranks
- * take part in it there); a non-blocking allreduce on a communicator whose
- * hosts are not known yet runs a flat algorithm instead. Both decisions
+ * allgather is blocking, so it runs inside a blocking two-level collective
+ * (all ranks take part in it there); a non-blocking one on a communicator
+ * whose hosts are not known yet runs a flat algorithm instead. Both decisions
  * depend only on what every rank of the communicator has done before, so
  * all ranks build matching schedules. A communicator all on this host needs
  * no exchange.
@@ -145,9 +147,9 @@ static int hier_exchange_keys(ppt_state_t *s, plait_comm_t comm, int32_t *keys)
         pcoll_sched_free(&sc);
         return rc;
     }
-    PRT_CHECK(pcoll_sched_start_locked(&sc, "plait_allreduce (hosts of the communicator)",
+    PRT_CHECK(pcoll_sched_start_locked(&sc, "two-level collective (hosts of the communicator)",
                                        &storage, &req));
-    return pcoll_wait_free_locked(s, req, "plait_allreduce (hosts of the communicator)");
+    return pcoll_wait_free_locked(s, req, "two-level collective (hosts of the communicator)");
 }
 
 /* The communicator's host map; NULL with *rc = PLAIT_OK when it is not known
@@ -164,7 +166,7 @@ static const hier_map_t *hier_map_get(pcoll_sched_t *sc, int *rc)
     if (known)
         return known;
     if (!(keys = malloc((size_t)n * sizeof *keys))) {
-        *rc = prt_err(PLAIT_ERR_NOMEM, "two-level allreduce: no memory for the host map");
+        *rc = prt_err(PLAIT_ERR_NOMEM, "two-level collective: no memory for the host map");
         return NULL;
     }
     if (hier_all_local(s, comm)) {
@@ -178,9 +180,9 @@ static const hier_map_t *hier_map_get(pcoll_sched_t *sc, int *rc)
         return NULL;
     }
     if (!(m = hier_map_make(s, comm, keys)))
-        *rc = prt_err(PLAIT_ERR_NOMEM, "two-level allreduce: no memory for the host map");
+        *rc = prt_err(PLAIT_ERR_NOMEM, "two-level collective: no memory for the host map");
     else
-        prt_log(PRT_LOG_DEBUG, "two-level allreduce: communicator \"%s\" (%d ranks) spans %d "
+        prt_log(PRT_LOG_DEBUG, "two-level collectives: communicator \"%s\" (%d ranks) spans %d "
                 "hosts%s", comm->name, n, m->nhosts, m->uniform ? "" : " of different rank counts");
     free(keys);
     return m;
@@ -332,5 +334,195 @@ int pcoll_allreduce_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
     if (li > 0)
         pcoll_sched_recv(sc, L[0], R, cnt * es);
     pcoll_sched_end_round(sc);
+    return sc->err;
+}
+
+/* This rank's place in a uniform map: host h, local index li of k members
+ * L; col[j] = member li of host j (H hosts), in scratch of sc. */
+typedef struct {
+    int h, k, li, H;
+    const int *L;
+    int *col;
+} hier_pos_t;
+
+static int hier_pos(pcoll_sched_t *sc, const hier_map_t *m, hier_pos_t *p)
+{
+    int r = sc->comm->rank;
+    p->h = m->host_of[r];
+    p->L = m->member + m->first[p->h];
+    p->k = m->first[p->h + 1] - m->first[p->h];
+    for (p->li = 0; p->L[p->li] != r; p->li++)
+        ;
+    p->H = m->nhosts;
+    if (!(p->col = pcoll_sched_tmp(sc, (size_t)p->H * sizeof *p->col)))
+        return sc->err;
+    for (int j = 0; j < p->H; j++)
+        p->col[j] = m->member[m->first[j] + p->li];
+    return PLAIT_OK;
+}
+
+/* Comm rank of member li of host j. */
+static int hier_member(const hier_map_t *m, int j, int li)
+{
+    return m->member[m->first[j] + li];
+}
+
+/* The flat algorithms of coll/select.c's rows after the two-level ones
+ * (there: 32 KiB and 64 KiB of the whole vector). */
+static int hier_allgather_flat(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int n = sc->comm->size;
+    if (a->count * a->es * (size_t)n > (32 << 10))
+        return pcoll_allgather_ring(sc, a);
+    return (n & (n - 1)) ? pcoll_allgather_bruck(sc, a) : pcoll_allgather_rd(sc, a);
+}
+
+static int hier_rs_flat(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    if (a->count * a->es * (size_t)sc->comm->size > (64 << 10))
+        return pcoll_reduce_scatter_ring(sc, a);
+    return pcoll_reduce_scatter_halving(sc, a);
+}
+
+/*
+ * Two-level allgather (hosts with the same rank count k; H hosts). Block b
+ * is rank b's block; member li of host h:
+ *  1. one round: own block into place; own block to every other member of
+ *     its column (member li of each other host: the network) and to every
+ *     other member of its host (shared memory); their own blocks in return.
+ *     Each block crosses the network once per other host, k columns side by
+ *     side, where a ring over all ranks sends n - 1 blocks one after another
+ *     and n - H of its steps wait for a network hop.
+ *  2. one round: the H - 1 blocks got from the column go to every other
+ *     member of the host; from member m come the blocks of column m.
+ * Blocks are only copied, so every rank ends with the same bytes. Uneven
+ * hosts, or a non-blocking call whose hosts are not known yet: the flat
+ * algorithm the selection table names below the two-level row.
+ */
+int pcoll_allgather_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int rc, r = sc->comm->rank;
+    size_t blk = a->count * a->es;
+    char *R = a->rbuf;
+    const char *own = a->sbuf == a->rbuf ? R + (size_t)r * blk : a->sbuf;
+    hier_pos_t p;
+    const hier_map_t *m = hier_map_get(sc, &rc);
+    if (!m || !m->uniform)
+        return rc != PLAIT_OK ? rc : hier_allgather_flat(sc, a);
+    if ((rc = hier_pos(sc, m, &p)) != PLAIT_OK)
+        return rc;
+    pcoll_sched_copy_posted(sc, R + (size_t)r * blk, own, blk);
+    for (int j = 0; j < p.H; j++) {
+        if (j == p.h)
+            continue;
+        pcoll_sched_send(sc, p.col[j], own, blk);
+        pcoll_sched_recv(sc, p.col[j], R + (size_t)p.col[j] * blk, blk);
+    }
+    for (int i = 0; i < p.k; i++) {
+        if (i == p.li)
+            continue;
+        pcoll_sched_send(sc, p.L[i], own, blk);
+        pcoll_sched_recv(sc, p.L[i], R + (size_t)p.L[i] * blk, blk);
+    }
+    pcoll_sched_end_round(sc);
+    for (int i = 0; p.H > 1 && i < p.k; i++) {
+        if (i == p.li)
+            continue;
+        for (int j = 0; j < p.H; j++) {
+            if (j == p.h)
+                continue;
+            pcoll_sched_send(sc, p.L[i], R + (size_t)p.col[j] * blk, blk);
+            pcoll_sched_recv(sc, p.L[i], R + (size_t)hier_member(m, j, i) * blk, blk);
+        }
+    }
+    pcoll_sched_end_round(sc);
+    return sc->err;
+}
+
+/* dst = x[0] op x[1] op ... op x[c-1] over cnt elements (dst is none of
+ * x[1..]); c == 1 copies. */
+static void hier_reduce_chain(pcoll_sched_t *sc, char *dst, char *const *x, int c, size_t cnt,
+                              size_t es)
+{
+    if (c == 1) {
+        pcoll_sched_copy(sc, dst, x[0], cnt * es);
+        return;
+    }
+    pcoll_sched_reduce(sc, dst, x[0], x[1], cnt);
+    for (int i = 2; i < c; i++)
+        pcoll_sched_reduce(sc, dst, dst, x[i], cnt);
+}
+
+/*
+ * Two-level reduce_scatter (hosts with the same rank count k; H hosts).
+ * Block b of every input is reduced into rank b's result; member li of host h:
+ *  1. one round over shared memory: to every other member i of its host it
+ *     sends the blocks of column i (block of member i of each host, H
+ *     blocks), and gets the blocks of its own column from each; it reduces
+ *     them in local index order into the host's partial sums P[j], j < H,
+ *     of its column's blocks.
+ *  2. one round over the network: P[j] goes to member li of host j; from
+ *     each it gets that host's partial sum of its own block, and reduces the
+ *     H partial sums in host order into recvbuf (then AVG divides).
+ * Each block crosses the network once per other host, k columns side by
+ * side; a ring over all ranks takes n - 1 dependent steps. In place, the
+ * input is only read in step 1 and the result written at the end of step 2.
+ * Uneven hosts, or a non-blocking call whose hosts are not known yet: the flat
+ * algorithm the selection table names below the two-level row.
+ */
+int pcoll_reduce_scatter_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    int rc;
+    size_t es = a->es, cnt = a->count, blk = cnt * es;
+    const char *S = a->sbuf;
+    char **x, **P;
+    hier_pos_t p;
+    const hier_map_t *m = hier_map_get(sc, &rc);
+    if (!m || !m->uniform)
+        return rc != PLAIT_OK ? rc : hier_rs_flat(sc, a);
+    if ((rc = hier_pos(sc, m, &p)) != PLAIT_OK)
+        return rc;
+    x = pcoll_sched_tmp(sc, (size_t)(p.k > p.H ? p.k : p.H) * sizeof *x);
+    P = pcoll_sched_tmp(sc, (size_t)p.H * sizeof *P);
+    if (sc->err)
+        return sc->err;
+    /* step 1: P[j] = sum over the host's members of block (member li of host j) */
+    for (int i = 0; i < p.k; i++) {
+        if (i == p.li)
+            continue;
+        for (int j = 0; j < p.H; j++)
+            pcoll_sched_send(sc, p.L[i], S + (size_t)hier_member(m, j, i) * blk, blk);
+    }
+    for (int j = 0; j < p.H; j++) {
+        for (int i = 0; i < p.k; i++) {
+            x[i] = i == p.li ? (char *)S + (size_t)p.col[j] * blk : pcoll_sched_tmp(sc, blk);
+            if (i != p.li)
+                pcoll_sched_recv(sc, p.L[i], x[i], blk);
+        }
+        P[j] = p.k == 1 ? x[0] : pcoll_sched_tmp(sc, blk);
+        if (p.k > 1)
+            hier_reduce_chain(sc, P[j], x, p.k, cnt, es);
+    }
+    pcoll_sched_end_round(sc);
+    /* step 2: the column's partial sums of this rank's block, in host order */
+    for (int j = 0; j < p.H; j++) {
+        x[j] = j == p.h ? P[j] : pcoll_sched_tmp(sc, blk);
+        if (j != p.h) {
+            pcoll_sched_send(sc, p.col[j], P[j], blk);
+            pcoll_sched_recv(sc, p.col[j], x[j], blk);
+        }
+    }
+    if (sc->err)
+        return sc->err;
+    if (a->sbuf == a->rbuf && p.H > 1 && p.k == 1) {
+        /* P[] are the input's own blocks: reduce into scratch, then copy */
+        char *acc = pcoll_sched_tmp(sc, blk);
+        hier_reduce_chain(sc, acc, x, p.H, cnt, es);
+        pcoll_sched_copy(sc, a->rbuf, acc, blk);
+    } else {
+        hier_reduce_chain(sc, a->rbuf, x, p.H, cnt, es);
+    }
+    pcoll_sched_end_round(sc);
+    pcoll_sched_scale(sc, a->rbuf, cnt);
     return sc->err;
 }

@@ -144,8 +144,8 @@ enum { PCOLL_BARRIER, PCOLL_BCAST, PCOLL_REDUCE_C, PCOLL_ALLREDUCE, PCOLL_ALLGAT
  * the choices of the PLAIT_<COLL>_ALGO settings in runtime/config.c. */
 enum { PCOLL_AUTO = 0 };
 enum { PCOLL_AR_RD = 1, PCOLL_AR_RING, PCOLL_AR_RABENSEIFNER, PCOLL_AR_SHM, PCOLL_AR_TWO_LEVEL };
-enum { PCOLL_AG_RING = 1, PCOLL_AG_RD, PCOLL_AG_BRUCK, PCOLL_AG_SHM };
-enum { PCOLL_RS_RING = 1, PCOLL_RS_HALVING, PCOLL_RS_SHM };
+enum { PCOLL_AG_RING = 1, PCOLL_AG_RD, PCOLL_AG_BRUCK, PCOLL_AG_SHM, PCOLL_AG_TWO_LEVEL };
+enum { PCOLL_RS_RING = 1, PCOLL_RS_HALVING, PCOLL_RS_SHM, PCOLL_RS_TWO_LEVEL };
 enum { PCOLL_BC_BINOMIAL = 1, PCOLL_BC_SCATTER_ALLGATHER, PCOLL_BC_CHAIN, PCOLL_BC_SHM };
 enum { PCOLL_RE_BINOMIAL = 1, PCOLL_RE_RABENSEIFNER, PCOLL_RE_SHM };
 enum { PCOLL_AA_PAIRWISE = 1, PCOLL_AA_BRUCK, PCOLL_AA_SCATTERED, PCOLL_AA_SHM };
@@ -182,6 +182,8 @@ void pcoll_ring_allreduce(pcoll_sched_t *sc, const int *g, int m, int gi, char *
 int pcoll_allreduce_rabenseifner(pcoll_sched_t *sc, const pcoll_args_t *a);
 /* Two-level (coll/hier.c): inside each host, then between hosts. */
 int pcoll_allreduce_two_level(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_allgather_two_level(pcoll_sched_t *sc, const pcoll_args_t *a);
+int pcoll_reduce_scatter_two_level(pcoll_sched_t *sc, const pcoll_args_t *a);
 /* 0 when comm is known to have one rank per host (two_level = flat), else 1. */
 int  pcoll_hier_useful(const ppt_state_t *s, plait_comm_t comm);
 /* Shared-memory (one host) variants, coll/shm.c: ranks read each other's
@@ -310,7 +312,11 @@ uint32_t pcoll_call_sig(const pcoll_args_t *a);
 /* The tag of the next collective's messages on comm (counts it): its
  * number and 7 bits of sig, see util.c. */
 int pcoll_next_tag(plait_comm_t comm, uint32_t sig);
-int pcoll_is_reduction(int coll);          /* reduce, allreduce, reduce_scatter */
+/* reduce, allreduce, reduce_scatter (inline: every call's argument check asks) */
+static inline int pcoll_is_reduction(int coll)
+{
+    return coll == PCOLL_REDUCE_C || coll == PCOLL_ALLREDUCE || coll == PCOLL_REDUCE_SCATTER;
+}
 const char *pcoll_dtype_name(plait_dtype_t dt);   /* "PLAIT_FLOAT32" ... */
 const char *pcoll_op_name(plait_op_t op);         /* "PLAIT_SUM" ... */
 int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine);

@@ -54,10 +54,30 @@ static const pcoll_rule_t pcoll_rules[] = {
     {PCOLL_ALLREDUCE, ANY, 2, 0, 0, 1, PCOLL_AR_SHM},
     {PCOLL_ALLREDUCE, ANY, 1, 0, 1, 1, PCOLL_AR_RABENSEIFNER},
     {PCOLL_ALLREDUCE, ANY, 1, 0, 0, 1, PCOLL_AR_RING},
+    {PCOLL_ALLGATHER, 4 << 10, 1, 0, 1, 1, PCOLL_AG_RD},
+    {PCOLL_ALLGATHER, 4 << 10, 1, 0, 0, 1, PCOLL_AG_BRUCK},
+    /* Between hosts: each block crosses the network once per other host,
+     * the k ranks of a host side by side, then the host shares them over
+     * shared memory (two rounds; the ring has n - 1 dependent ones, and
+     * recursive doubling / Bruck send whole halves across). 2 namespace hosts
+     * of the 16-core machine, median us, 3 rounds (docs/PERFORMANCE.md,
+     * session 27): 2 x 4 ranks 16 KiB 71.6 -> 22.5, 64 KiB 68.2 -> 47.3,
+     * 1 MiB 590 -> 342; 2 x 2 ranks 4 KiB 16.1 -> 13.0, 512 KiB 231 -> 152,
+     * 8 MiB 5065 (ring) -> 1783; at 1-4 KiB on 2 x 4 Bruck is a little ahead.
+     * Uneven hosts run the rows below (coll/hier.c, hier_allgather_flat). */
+    {PCOLL_ALLGATHER, ANY, 3, 0, 0, 2, PCOLL_AG_TWO_LEVEL},
     {PCOLL_ALLGATHER, 32 << 10, 1, 0, 1, 1, PCOLL_AG_RD},
     {PCOLL_ALLGATHER, 32 << 10, 1, 0, 0, 1, PCOLL_AG_BRUCK},
     {PCOLL_ALLGATHER, ANY, 2, 0, 0, 1, PCOLL_AG_SHM},
     {PCOLL_ALLGATHER, ANY, 1, 0, 0, 1, PCOLL_AG_RING},
+    {PCOLL_REDUCE_SCATTER, 4 << 10, 1, 0, 0, 1, PCOLL_RS_HALVING},
+    /* Between hosts, the same shape: reduce inside each host, then one
+     * exchange of partial sums per column. Same machine and session, median
+     * us: 2 x 2 ranks 4 KiB 15.9 -> 12.9, 32 KiB 34.4 -> 24.3, 512 KiB 256 ->
+     * 196, 8 MiB 3025 (ring) -> 2730 (16-32 MiB: the ring 4-7% ahead, 64 MiB
+     * 20% behind); 2 x 4 ranks 32 KiB 36.1 -> 28.1, 256 KiB 208 -> 81, but
+     * 4-16 KiB 0-7% behind halving. Uneven hosts: hier_rs_flat. */
+    {PCOLL_REDUCE_SCATTER, ANY, 3, 0, 0, 2, PCOLL_RS_TWO_LEVEL},
     {PCOLL_REDUCE_SCATTER, 64 << 10, 1, 0, 0, 1, PCOLL_RS_HALVING},
     {PCOLL_REDUCE_SCATTER, ANY, 2, 0, 0, 1, PCOLL_RS_SHM},
     {PCOLL_REDUCE_SCATTER, ANY, 1, 0, 0, 1, PCOLL_RS_RING},
@@ -105,8 +125,10 @@ static const char *const *algo_names(int coll)
 {
     static const char *const ar[] = {"auto", "recursive_doubling", "ring", "rabenseifner", "shm",
                                      "two_level", NULL};
-    static const char *const ag[] = {"auto", "ring", "recursive_doubling", "bruck", "shm", NULL};
-    static const char *const rs[] = {"auto", "ring", "recursive_halving", "shm", NULL};
+    static const char *const ag[] = {"auto", "ring", "recursive_doubling", "bruck", "shm",
+                                     "two_level", NULL};
+    static const char *const rs[] = {"auto", "ring", "recursive_halving", "shm", "two_level",
+                                     NULL};
     static const char *const bc[] = {"auto", "binomial", "scatter_allgather", "chain", "shm", NULL};
     static const char *const re[] = {"auto", "binomial", "rabenseifner", "shm", NULL};
     static const char *const aa[] = {"auto", "pairwise", "bruck", "scattered", "shm", NULL};
@@ -197,6 +219,13 @@ static int is_shm_algo(int coll, int algo)
            (coll == PCOLL_ALLTOALL && algo == PCOLL_AA_SHM);
 }
 
+static int is_two_level(int coll, int algo)
+{
+    return (coll == PCOLL_ALLREDUCE && algo == PCOLL_AR_TWO_LEVEL) ||
+           (coll == PCOLL_ALLGATHER && algo == PCOLL_AG_TWO_LEVEL) ||
+           (coll == PCOLL_REDUCE_SCATTER && algo == PCOLL_RS_TWO_LEVEL);
+}
+
 /*
  * What selection needs to know of a communicator (host count, shm reach)
  * does not change while it lives, but costs O(n * local ranks) to work out:
@@ -245,8 +274,7 @@ int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
     for (size_t i = 0; i < PCOLL_NRULES; i++)
         if (rule_matches(&pcoll_rules[i], a->coll, bytes, n, c->hosts) &&
             (c->shm || !is_shm_algo(a->coll, pcoll_rules[i].algo)) &&
-            (a->coll != PCOLL_ALLREDUCE || pcoll_rules[i].algo != PCOLL_AR_TWO_LEVEL ||
-             pcoll_hier_useful(s, comm)))
+            (!is_two_level(a->coll, pcoll_rules[i].algo) || pcoll_hier_useful(s, comm)))
             return pcoll_rules[i].algo;
     return 1;
 }
@@ -298,8 +326,9 @@ void pcoll_selection_print(FILE *f)
                "flags on a shared-memory area, no messages (shm_small), before any row\n");
     fprintf(f, "  2 ranks, blocking, nothing forced: bcast <= 64K, allreduce and reduce_scatter "
                "<= 8K, allgather <= 32K, alltoall <= 64K run as one direct exchange (pair)\n");
-    fprintf(f, "  two_level: a host map per communicator, learnt in its first blocking allreduce "
-               "(until then non-blocking ones run flat)\n");
+    fprintf(f, "  two_level: a host map per communicator, learnt in its first blocking "
+               "two-level call (until then non-blocking ones run the flat rows below theirs, "
+               "as do hosts of different rank counts)\n");
     fprintf(f, "  shm rows apply only where every rank is on this host with direct reads "
                "(PLAIT_SHM_CMA=1)\n");
     fprintf(f, "  reduction kernels: %s (PLAIT_REDUCE_ISA)\n", pcoll_reduce_isa());

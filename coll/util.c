@@ -71,11 +71,6 @@ void pcoll_doubling(pcoll_sched_t *sc, char *buf, const size_t *edge, size_t uni
     }
 }
 
-int pcoll_is_reduction(int coll)
-{
-    return coll == PCOLL_REDUCE_C || coll == PCOLL_ALLREDUCE || coll == PCOLL_REDUCE_SCATTER;
-}
-
 const char *pcoll_dtype_name(plait_dtype_t dt)
 {
     static const char *const names[] = {"PLAIT_BYTE", "PLAIT_INT8", "PLAIT_UINT8", "PLAIT_INT32",

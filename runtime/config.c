@@ -108,9 +108,9 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
     /* collectives: the choices' order is coll/pcoll.h's algorithm ids */
     {"PLAIT_ALLREDUCE_ALGO", PRT_CFG_ENUM, "auto", "auto|recursive_doubling|ring|rabenseifner|shm|two_level",
      "allreduce algorithm (auto: by message and communicator size, see plait_info)", CFG_AT(allreduce_algo)},
-    {"PLAIT_ALLGATHER_ALGO", PRT_CFG_ENUM, "auto", "auto|ring|recursive_doubling|bruck|shm",
+    {"PLAIT_ALLGATHER_ALGO", PRT_CFG_ENUM, "auto", "auto|ring|recursive_doubling|bruck|shm|two_level",
      "allgather algorithm (auto: by message and communicator size)", CFG_AT(allgather_algo)},
-    {"PLAIT_REDUCE_SCATTER_ALGO", PRT_CFG_ENUM, "auto", "auto|ring|recursive_halving|shm",
+    {"PLAIT_REDUCE_SCATTER_ALGO", PRT_CFG_ENUM, "auto", "auto|ring|recursive_halving|shm|two_level",
      "reduce_scatter algorithm (auto: by message and communicator size)", CFG_AT(reduce_scatter_algo)},
     {"PLAIT_BCAST_ALGO", PRT_CFG_ENUM, "auto", "auto|binomial|scatter_allgather|chain|shm",
      "bcast algorithm (auto: by message and communicator size)", CFG_AT(bcast_algo)},

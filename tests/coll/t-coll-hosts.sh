@@ -6,11 +6,13 @@
 # allreduce results) across hosts made of network namespaces
 # (tests/netns/netns.sh), under plaitrun with --launch-agent:
 #   2 hosts x 1 rank, 2 x 2, 3 hosts x (2,1,2) uneven, 3 x (2,1,2) placed
-#   round-robin (--map-by node: a host's ranks are not consecutive);
+#   round-robin (--map-by node: a host's ranks are not consecutive), and
+#   3 x 2 and 3 x 3 (by node) for the two-level schedules' several columns;
 #   default transports (shm inside a host, udp between), PLAIT_TRANSPORT=udp
 #   (udp for every pair, loopback inside a host), PLAIT_TRANSPORT=tcp,
-#   and PLAIT_ALLREDUCE_ALGO=two_level forced (the split communicator of the
-#   suite then spans fewer hosts, or one); and coll_check mixed (a different
+#   and two_level forced for allreduce, allgather and reduce_scatter (the
+#   split communicator of the suite then spans fewer hosts, or one; uneven
+#   hosts run the ring for the latter two); and coll_check mixed (a different
 #   reduction kernel family per rank, results bitwise identical) with it.
 # First, without namespaces: two_level forced on one host (3 and 4 ranks: it
 # degenerates to its intra-host steps). Each job runs `suite reduced` with
@@ -50,9 +52,10 @@ for n in 3 4; do
     t0=$(date +%s)
     timeout -k 5 $JOB_LIMIT "$PLAITRUN" -n $n --bind-to none --timeout $((JOB_LIMIT - 10)) \
         -x PLAIT_TIMEOUT=60 -x PLAIT_TEST_SEED -x PLAIT_TEST_QUICK -x PLAIT_ALLREDUCE_ALGO=two_level \
+        -x PLAIT_ALLGATHER_ALGO=two_level -x PLAIT_REDUCE_SCATTER_ALGO=two_level \
         "$PROG" suite reduced > "$out" 2>&1 < /dev/null
     verdict "1 host x $n ranks, two_level" $? "$t0" \
-        "plaitrun -n $n -x PLAIT_ALLREDUCE_ALGO=two_level $PROG suite reduced"
+        "plaitrun -n $n -x PLAIT_{ALLREDUCE,ALLGATHER,REDUCE_SCATTER}_ALGO=two_level $PROG suite reduced"
 done
 
 if ! why=$("$NETNS" check 2>&1); then
@@ -102,7 +105,7 @@ job() {
 }
 
 TL=PLAIT_TRANSPORT=udp
-TWO=PLAIT_ALLREDUCE_ALGO=two_level
+TWO="PLAIT_ALLREDUCE_ALGO=two_level PLAIT_ALLGATHER_ALGO=two_level PLAIT_REDUCE_SCATTER_ALGO=two_level"
 job "2 hosts x 1 rank"                     --host h1:1,h2:1 --
 job "2 hosts x 2 ranks"                    --host h1:2,h2:2 --
 job "3 hosts x (2,1,2)"                    --host h1:2,h2:1,h3:2 --
@@ -113,6 +116,8 @@ job "3 hosts x (2,1,2), tcp, two_level"    --host h1:2,h2:1,h3:2 -- PLAIT_TRANSP
 job "2 hosts x 1 rank, two_level"          --host h1:1,h2:1 -- $TWO
 job "2 hosts x 2 ranks, two_level"         --host h1:2,h2:2 -- $TWO
 job "3 hosts x (2,1,2), two_level"         --host h1:2,h2:1,h3:2 -- $TWO
+job "3 hosts x 2 ranks, two_level"         --host h1:2,h2:2,h3:2 -- $TWO
+job "3 hosts x 3 ranks by node, two_level" --host h1:3,h2:3,h3:3 --map-by node -- $TWO
 job "3 hosts x (2,1,2) by node, two_level" --host h1:2,h2:1,h3:2 --map-by node -- $TWO
 job "3 hosts x (2,1,2), udp, two_level"    --host h1:2,h2:1,h3:2 -- $TL $TWO
 job "2 hosts x 2 ranks by node, udp, two_level" --host h1:2,h2:2 --map-by node -- $TL $TWO
