@@ -345,9 +345,16 @@ typedef struct {
     int *col;
 } hier_pos_t;
 
-static int hier_pos(pcoll_sched_t *sc, const hier_map_t *m, hier_pos_t *p)
+/* *m: the host map where a two-level schedule applies (hosts known and of
+ * one rank count), p filled in; NULL where the flat one runs instead. */
+static int hier_columns(pcoll_sched_t *sc, const hier_map_t **mp, hier_pos_t *p)
 {
-    int r = sc->comm->rank;
+    int rc, r = sc->comm->rank;
+    const hier_map_t *m = hier_map_get(sc, &rc);
+    *mp = NULL;
+    if (!m || !m->uniform)
+        return rc;
+    *mp = m;
     p->h = m->host_of[r];
     p->L = m->member + m->first[p->h];
     p->k = m->first[p->h + 1] - m->first[p->h];
@@ -406,11 +413,9 @@ int pcoll_allgather_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
     char *R = a->rbuf;
     const char *own = a->sbuf == a->rbuf ? R + (size_t)r * blk : a->sbuf;
     hier_pos_t p;
-    const hier_map_t *m = hier_map_get(sc, &rc);
-    if (!m || !m->uniform)
+    const hier_map_t *m;
+    if ((rc = hier_columns(sc, &m, &p)) != PLAIT_OK || !m)
         return rc != PLAIT_OK ? rc : hier_allgather_flat(sc, a);
-    if ((rc = hier_pos(sc, m, &p)) != PLAIT_OK)
-        return rc;
     pcoll_sched_copy_posted(sc, R + (size_t)r * blk, own, blk);
     for (int j = 0; j < p.H; j++) {
         if (j == p.h)
@@ -477,11 +482,9 @@ int pcoll_reduce_scatter_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
     const char *S = a->sbuf;
     char **x, **P;
     hier_pos_t p;
-    const hier_map_t *m = hier_map_get(sc, &rc);
-    if (!m || !m->uniform)
+    const hier_map_t *m;
+    if ((rc = hier_columns(sc, &m, &p)) != PLAIT_OK || !m)
         return rc != PLAIT_OK ? rc : hier_rs_flat(sc, a);
-    if ((rc = hier_pos(sc, m, &p)) != PLAIT_OK)
-        return rc;
     x = pcoll_sched_tmp(sc, (size_t)(p.k > p.H ? p.k : p.H) * sizeof *x);
     P = pcoll_sched_tmp(sc, (size_t)p.H * sizeof *P);
     if (sc->err)
