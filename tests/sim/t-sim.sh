@@ -3,8 +3,9 @@
 # t-sim.sh -- the packet-level simulator (sim/plait-sim) on short
 # deterministic runs of the canned scenarios: every byte arrives intact, the
 # run ends (no stall), the same seed gives the same result, a lossy scenario
-# retransmits, two connections sharing the links both finish, and a dead
-# link's paths are left for the live one. No wall-clock thresholds (the
+# retransmits, two connections sharing the links both finish, a dead
+# link's paths are left for the live one, and slow links with deep queues
+# keep their goodput (no timeouts before an ACK can come). No wall-clock thresholds (the
 # dead-link check reads the simulated goodput, which is deterministic). Env: PLAIT_BUILDDIR.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -55,6 +56,21 @@ for lb in p2c pwin spray ackclock; do
         ok "a dead link, $lb: intact, the live link carries it ($gp bit/s)"
     else
         nok "a dead link, $lb: intact, the live link carries it (>= 0.8 Gbit/s)" "rc $rc: $out"
+    fi
+done
+# Slow links with deep queues (2 x 5 Mbit/s, tbf queues of 300 ms): the
+# timeouts' ceiling follows the RTT past its configured 50 ms (conn.c,
+# rto_ceiling), else every packet timed out before its ACK could come (75%
+# of the packets resent, 3.4-4.2 Mbit/s, one window of two in 10 s).
+for s in 1 2 3; do
+    out=$("$SIM" --link 5m --link 5m --latency 300ms --burst 32k -m 1M -W 4 -n 2 -t 10s -s $s \
+          --json); rc=$?
+    gp=$(echo "$out" | field goodput_bps)
+    if [ $rc = 0 ] && [ "$(echo "$out" | field windows)" = 2 ] &&
+       [ "$(echo "$out" | field bad_bytes)" = 0 ] && [ "${gp:-0}" -ge 6000000 ]; then
+        ok "2 x 5 Mbit/s, 300 ms queues, seed $s: intact, $gp bit/s (>= 6 Mbit/s)"
+    else
+        nok "2 x 5 Mbit/s, 300 ms queues, seed $s: intact, >= 6 Mbit/s" "rc $rc: $out"
     fi
 done
 out=$(run --scenario collision -s 5); rc=$?
