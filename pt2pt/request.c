@@ -306,6 +306,30 @@ static int req_result(plait_request_t req, const char *fn)
     return prt_err(req->rc, "%s: %s", fn, req->why);
 }
 
+/*
+ * PLAIT_TIMEOUT is how long a wait may go without its transfer moving: a
+ * matched message whose data is under way between hosts (a receive that
+ * answered the RTS or was placed early, a send whose CTS came) extends its
+ * deadline by the timeout each time it runs out while the transport says
+ * data moved with that peer since the last look. A large message over a
+ * slow link so completes on both sides instead of timing out in the middle
+ * (where a sender that had handed over every byte reported success and the
+ * receive lost the message); a stalled peer still ends the wait one timeout
+ * after the data stopped. A withdrawal's wait (send_withdraw) never extends.
+ */
+static int wait_moving(const ppt_state_t *s, plait_request_t req, uint64_t *mark)
+{
+    int world = req->world;
+    const ptl_tl_t *tl;
+    if (world < 0 || world >= s->job.size || !(tl = s->tl_of[world]) || !tl->ops->moved)
+        return 0;
+    if (req->kind == PPT_REQ_RECV ? !(req->sid || req->early)
+        : req->kind != PPT_REQ_SEND || !req->streaming || req->withdrawing)
+        return 0;
+    *mark = tl->ops->moved((ptl_tl_t *)tl, world);
+    return 1;
+}
+
 int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
 {
     return ppt_wait_for_locked(s, req, fn, s->cfg.timeout_s);
@@ -315,6 +339,8 @@ int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, dou
 {
     prt_backoff_t b;
     int backed_off = 0;   /* only waits that had to wait feed the average */
+    uint64_t mark = 0, m;
+    int marked = wait_moving(s, req, &mark);
     prt_backoff_start(&b, timeout_s);
     for (;;) {
         uint64_t now;
@@ -339,8 +365,14 @@ int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, dou
                                      : wait_fail(req, rc, fn, (now - b.start_ns) * 1e-9);
             }
         }
-        if (prt_backoff_expired(&b, now))
-            return wait_fail(req, PLAIT_ERR_TIMEOUT, fn, (now - b.start_ns) * 1e-9);
+        if (prt_backoff_expired(&b, now)) {
+            int moving = wait_moving(s, req, &m);
+            if (!moving || (marked && m == mark))
+                return wait_fail(req, PLAIT_ERR_TIMEOUT, fn, (now - b.start_ns) * 1e-9);
+            b.deadline_ns = now + (uint64_t)(timeout_s * 1e9);   /* data moved: not stalled */
+            mark = m;
+            marked = 1;
+        }
         pthread_mutex_unlock(&s->lock);
         wait_backoff(s, &b, now, req);
         backed_off = 1;

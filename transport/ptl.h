@@ -66,6 +66,11 @@ struct ptl_ops {
     int  (*progress)(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx);
     /* Checks that peer is alive: PLAIT_OK or PLAIT_ERR_PEER (with message). */
     int  (*peer_alive)(ptl_tl_t *tl, int peer);
+    /* Optional (NULL: absent): a value that changes whenever data moves
+     * between this rank and peer (arrives from it, or it acknowledges ours;
+     * nothing else, no keep-alive), so that a wait on a transfer under way
+     * tells a slow link from a stalled one. */
+    uint64_t (*moved)(ptl_tl_t *tl, int peer);
     /* Cooperative copy (optional, NULL when absent): the receiver of a large
      * message opens a shared descriptor for moving len bytes from the peer's
      * address saddr into buf and tells the peer the handle; then both call

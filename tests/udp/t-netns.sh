@@ -14,7 +14,10 @@
 #   1% and 5% random loss of UDP on both routers (nftables): every byte
 #            intact, and the transport reports retransmissions;
 #   one path rate-limited hard (tbf 10 Mbit/s on R2, R1 unshaped): intact;
-#   one path dead (R2 drops all UDP): intact, and paths were taken down.
+#   one path dead (R2 drops all UDP): intact, and paths were taken down;
+#   2 x 5 Mbit/s: an early-placed receive cancelled mid-message gives the
+#            message back whole; messages slower than PLAIT_TIMEOUT complete
+#            on both sides, over udp and tcp (pt2pt_slow).
 # After every job: no process left in the namespaces, no /dev/shm segment of
 # the job left, nothing left in the job's TMPDIR. Timeouts are hang guards only.
 # Env: PLAIT_BUILDDIR, PLAIT_SRCDIR, PLAIT_TEST_SEED. Needs root, ip netns,
@@ -43,7 +46,8 @@ for c in ip tc nft; do command -v $c >/dev/null || skip_all "no $c command"; don
 probe="pudp$$probe"
 ip netns add "$probe" 2>/dev/null || skip_all "ip netns add fails here"
 ip netns del "$probe"
-[ -x "$PLAITRUN" ] && [ -x "$BIN/pt2pt_sizes" ] && [ -x "$BIN/pt2pt_many" ] ||
+[ -x "$PLAITRUN" ] && [ -x "$BIN/pt2pt_sizes" ] && [ -x "$BIN/pt2pt_many" ] &&
+    [ -x "$BIN/pt2pt_slow" ] ||
     skip_all "plaitrun or tests/integration not built under $B"
 
 PFX="pu$$"
@@ -186,6 +190,20 @@ fi
 if ARGS=revoke job "udp A<->B: an early-placed receive cancelled mid-message" \
        "PLAIT_NET_EAGER_LIMIT=1M PLAIT_TIMEOUT=2" ../udp/udp_reuse; then
     grep -m1 "placed early before" "$out" | sed 's/^/# /'
+fi
+
+# Messages that take several PLAIT_TIMEOUTs to cross (2 x 5 Mbit/s: 4 MiB in
+# about 3.4 s; PLAIT_TIMEOUT=1): a wait times out only once its transfer stops
+# moving, so send and receive both complete, every byte intact. (Before, the
+# receive timed out mid-message, and a sender that had handed over every
+# byte reported success: the message was lost.) tcp takes one path: 2 MiB.
+if job "udp A<->B: messages slower than PLAIT_TIMEOUT complete" "PLAIT_TIMEOUT=1" \
+       pt2pt_slow; then
+    grep "pt2pt_slow rank" "$out" | sed 's/^/# /'
+fi
+if ARGS=2097152 job "tcp A<->B: messages slower than PLAIT_TIMEOUT complete" \
+       "PLAIT_TIMEOUT=1 PLAIT_TRANSPORT=tcp" pt2pt_slow; then
+    grep "pt2pt_slow rank" "$out" | sed 's/^/# /'
 fi
 "$BED" rate $PFX none
 

@@ -84,6 +84,7 @@ typedef struct {
     uint16_t    port;
     tcp_out_t  *out;            /* by world rank */
     int        *dead_in;        /* by world rank: its connection to us ended */
+    uint64_t   *moved;          /* by world rank: bytes read from it and written to it */
     uint8_t    *taken_in;       /* by world rank: its connection was accepted (once a job) */
     tcp_in_t  **in;             /* incoming connections (accepted) */
     int         nin, capin;
@@ -152,8 +153,9 @@ int ptl_tcp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg)
     snprintf(t->ifname, sizeof t->ifname, "%s", cfg->tcp_if);
     t->out = calloc((size_t)job->size, sizeof *t->out);
     t->dead_in = calloc((size_t)job->size, sizeof *t->dead_in);
+    t->moved = calloc((size_t)job->size, sizeof *t->moved);
     t->taken_in = calloc((size_t)job->size, sizeof *t->taken_in);
-    if (!t->out || !t->dead_in || !t->taken_in)
+    if (!t->out || !t->dead_in || !t->taken_in || !t->moved)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for %d tcp peers", job->size);
     for (int r = 0; r < job->size; r++)
         t->out[r].fd = -1;
@@ -258,6 +260,7 @@ static int tcp_flush_out(tcp_t *t, int peer)
                            n < 0 ? strerror(errno) : "closed");
         }
         o->pend_off += (size_t)n;
+        t->moved[peer] += (size_t)n;
     }
     free(o->pend);
     o->pend = NULL;
@@ -319,6 +322,7 @@ static int tcp_send(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, const v
         o->dead = 1;
         return prt_err(PLAIT_ERR_PEER, "tcp: sending to rank %d failed: %s", dst, strerror(errno));
     }
+    t->moved[dst] += (size_t)n;
     if ((size_t)n < TCP_PREFIX + hlen + plen)
         return tcp_keep_tail(t, dst, iov, (int)mh.msg_iovlen, (size_t)n);
     return PLAIT_OK;
@@ -458,6 +462,8 @@ static int tcp_read(tcp_t *t, int i, ptl_rx_fn rx, void *ctx)
             continue;
         if (got < 0 && errno == EAGAIN)
             return n;
+        if (got > 0 && c->rank >= 0)
+            t->moved[c->rank] += (size_t)got;
         if (got <= 0 || (c->have += (size_t)got, tcp_deliver(t, c, rx, ctx, &n) < 0)) {
             tcp_close_in(t, i);
             return n;
@@ -541,9 +547,17 @@ static void tcp_fini(ptl_tl_t *tl)
     free(t->in);
     free(t->out);
     free(t->dead_in);
+    free(t->moved);
     free(t->taken_in);
     free(t);
     tl->priv = NULL;
+}
+
+/* Bytes read from peer and written to it (kernel buffers in between: a
+ * send that the kernel took counts, as tcp's sends complete there too). */
+static uint64_t tcp_moved(ptl_tl_t *tl, int peer)
+{
+    return tcp_of(tl)->moved[peer];
 }
 
 const ptl_ops_t ptl_tcp_ops = {
@@ -552,6 +566,7 @@ const ptl_ops_t ptl_tcp_ops = {
     .get = NULL,
     .progress = tcp_progress,
     .peer_alive = tcp_peer_alive,
+    .moved = tcp_moved,
     .flush = tcp_flush,
     .fini = tcp_fini,
 };

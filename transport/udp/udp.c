@@ -1940,6 +1940,21 @@ static int udp_peer_alive(ptl_tl_t *tl, int peer)
     return PLAIT_OK;
 }
 
+/* The receive and send cumulative points of the connection: each moves
+ * only when data arrives in order or the peer acknowledges ours. */
+static uint64_t udp_moved(ptl_tl_t *tl, int peer)
+{
+    udp_t *u = udp_of(tl);
+    udp_peer_t *p = &u->peers[peer];
+    uint64_t v;
+    if (!p->up)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    v = (uint64_t)p->conn.rcv_cum << 32 | p->conn.snd_una;
+    pthread_mutex_unlock(&p->lock);
+    return v;
+}
+
 /* Lets the engines finish sending what callers handed over (a peer still
  * waits for our last frames, e.g. finalize's barrier) until every connection
  * is acknowledged, failed, or a bounded time passed (a peer that already
@@ -2094,6 +2109,7 @@ const ptl_ops_t ptl_udp_ops = {
     .get = NULL,
     .progress = udp_progress,
     .peer_alive = udp_peer_alive,
+    .moved = udp_moved,
     .fini = udp_fini,
     .expose = udp_expose,
     .unexpose = udp_unexpose,
