@@ -152,6 +152,7 @@ static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const p
     int rc;
     pcoll_sched_set_reduce(sc, a->dt, a->op);
     sc->sig = pcoll_call_sig(a);
+    sc->fn = fn;
     rc = coll_build(sc, a, pcoll_select(s, comm, a));
     if (rc != PLAIT_OK) {
         comm->coll_seq++;       /* the other ranks' numbering goes on */

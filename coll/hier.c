@@ -132,7 +132,7 @@ static int hier_all_local(ppt_state_t *s, plait_comm_t comm)
 
 /* Every rank's host key, by a blocking allgather (all ranks are in the same
  * blocking allreduce, see the header). */
-static int hier_exchange_keys(ppt_state_t *s, plait_comm_t comm, int32_t *keys)
+static int hier_exchange_keys(ppt_state_t *s, plait_comm_t comm, int32_t *keys, const char *fn)
 {
     pcoll_sched_t sc;               /* blocking: schedule and request on this stack */
     struct plait_request storage;
@@ -140,16 +140,18 @@ static int hier_exchange_keys(ppt_state_t *s, plait_comm_t comm, int32_t *keys)
     int32_t mine = s->job.local_peers[0];     /* lowest world rank on this host */
     pcoll_args_t a = {.coll = PCOLL_ALLGATHER, .sbuf = &mine, .rbuf = keys, .count = 1,
                       .dt = PLAIT_INT32, .es = sizeof mine};
+    char what[96];                  /* the user's call first: a timeout here is its timeout */
     int rc;
+    snprintf(what, sizeof what, "%s (learning the communicator's hosts)",
+             fn ? fn : "two-level collective");
     pcoll_sched_init(&sc, s, comm);
     if ((rc = pcoll_allgather_bruck(&sc, &a)) != PLAIT_OK) {
         comm->coll_seq++;            /* the others' numbering goes on */
         pcoll_sched_free(&sc);
         return rc;
     }
-    PRT_CHECK(pcoll_sched_start_locked(&sc, "two-level collective (hosts of the communicator)",
-                                       &storage, &req));
-    return pcoll_wait_free_locked(s, req, "two-level collective (hosts of the communicator)");
+    PRT_CHECK(pcoll_sched_start_locked(&sc, what, &storage, &req));
+    return pcoll_wait_free_locked(s, req, what);
 }
 
 /* The communicator's host map; NULL with *rc = PLAIT_OK when it is not known
@@ -175,7 +177,7 @@ static const hier_map_t *hier_map_get(pcoll_sched_t *sc, int *rc)
     } else if (!sc->on_stack) {
         free(keys);
         return NULL;
-    } else if ((*rc = hier_exchange_keys(s, comm, keys)) != PLAIT_OK) {
+    } else if ((*rc = hier_exchange_keys(s, comm, keys, sc->fn)) != PLAIT_OK) {
         free(keys);
         return NULL;
     }

@@ -58,6 +58,7 @@ typedef struct pcoll_sched {
     plait_comm_t     comm;
     int              tag;
     uint32_t         sig;            /* pcoll_call_sig of a user's call (0: internal) */
+    const char      *fn;             /* the user's call, for a builder's messages (NULL: internal) */
     int              err;            /* first failure while building (NOMEM) */
     int              on_stack;       /* storage owned by the caller: free only spills */
     plait_dtype_t    dt;             /* of REDUCE and SCALE steps */
