@@ -340,7 +340,7 @@ int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, dou
     prt_backoff_t b;
     int backed_off = 0;   /* only waits that had to wait feed the average */
     uint64_t mark = 0, m;
-    int marked = wait_moving(s, req, &mark);
+    int marked = timeout_s > 0 && wait_moving(s, req, &mark);   /* no deadline: no need */
     prt_backoff_start(&b, timeout_s);
     for (;;) {
         uint64_t now;
