@@ -687,11 +687,11 @@ static void path_delivered(pp_conn_t *c, int path)
 /* The ceiling of every timeout: the configured one (50 ms: a datacenter's
  * round trips are well under it, and a real loss should not wait longer),
  * or twice the smoothed RTT where packets take longer than half of that.
- * A fixed 50 ms under a link whose queue holds 300 ms (2 x 5 Mbit/s with
- * tbf queues, t-netns' pt2pt_slow) timed every packet out before its ACK
- * could come: 91685 timeout retransmissions and 22 times the message's
- * bytes sent, paths taken down as dead over and over, 4 MiB in 6.5-7.7 s
- * where the links carry it in 3.4. */
+ * A fixed 50 ms under links whose queues hold up to 400 ms (2 x 5 Mbit/s,
+ * tbf with a 256 KB bucket: t-netns' pt2pt_slow) timed every packet out
+ * before its ACK could come: 91685 timeout retransmissions and 22 times
+ * the message's bytes sent, paths taken down as dead over and over, 4 MiB
+ * in 6.5-7.7 s where the links carry it in 3.4. */
 static uint64_t rto_ceiling(const pp_conn_t *c)
 {
     return 2 * c->srtt_ns > c->cfg.rto_max_ns ? 2 * c->srtt_ns : c->cfg.rto_max_ns;
