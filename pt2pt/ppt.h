@@ -98,7 +98,6 @@ struct plait_request {
     int              zc_rc;         /* send: the stream's result (a transport failure wins) */
     int              withdrawing;   /* send: its call failed, WDRAW sent, its answer awaited
                                      * (proto.c, send_withdraw) */
-    int              streaming;     /* send: its CTS came, DATA under way (rx_cts) */
     struct plait_request *prev, *next;   /* posted-receive list or active-collective list */
     uint64_t         post_seq;      /* recv: its posting order while posted, else 0 */
     struct ppt_bin  *bin;           /* recv, posted: its source's queue (NULL: any source) */

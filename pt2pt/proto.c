@@ -678,7 +678,6 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
         return;
     }
     prt_trace('c', (int64_t)h->aux, world, h->sid);
-    r->streaming = 1;
     t = calloc(1, sizeof *t);
     if (!t) {
         ppt_req_unregister(s, r);

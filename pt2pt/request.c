@@ -307,15 +307,17 @@ static int req_result(plait_request_t req, const char *fn)
 }
 
 /*
- * PLAIT_TIMEOUT is how long a wait may go without its transfer moving: a
- * matched message whose data is under way between hosts (a receive that
- * answered the RTS or was placed early, a send whose CTS came) extends its
- * deadline by the timeout each time it runs out while the transport says
- * data moved with that peer since the last look. A large message over a
- * slow link so completes on both sides instead of timing out in the middle
- * (where a sender that had handed over every byte reported success and the
- * receive lost the message); a stalled peer still ends the wait one timeout
- * after the data stopped. A withdrawal's wait (send_withdraw) never extends.
+ * Between hosts PLAIT_TIMEOUT is how long a point-to-point wait may go while
+ * nothing moves between this rank and its peer: a send or a receive naming
+ * a rank of another host extends its deadline by the timeout each time it
+ * runs out while the transport says data moved with that peer since the
+ * last look. A large message over a slow link so completes on both sides
+ * instead of timing out in the middle (where a sender that had handed over
+ * every byte reported success and the receive lost the message), and so
+ * does a send whose go-ahead (CTS) queues behind the peer's own bulk data;
+ * a stalled peer still ends the wait one timeout after the data stopped.
+ * Not extended: a receive from any source, a withdrawal's wait
+ * (send_withdraw), collectives, and everything inside a host.
  */
 static int wait_moving(const ppt_state_t *s, plait_request_t req, uint64_t *mark)
 {
@@ -323,8 +325,7 @@ static int wait_moving(const ppt_state_t *s, plait_request_t req, uint64_t *mark
     const ptl_tl_t *tl;
     if (world < 0 || world >= s->job.size || !(tl = s->tl_of[world]) || !tl->ops->moved)
         return 0;
-    if (req->kind == PPT_REQ_RECV ? !(req->sid || req->early)
-        : req->kind != PPT_REQ_SEND || !req->streaming || req->withdrawing)
+    if ((req->kind != PPT_REQ_RECV && req->kind != PPT_REQ_SEND) || req->withdrawing)
         return 0;
     *mark = tl->ops->moved((ptl_tl_t *)tl, world);
     return 1;

@@ -21,7 +21,8 @@
 static const prt_cfg_entry_t prt_cfg_entries[] = {
     {"PLAIT_TIMEOUT", PRT_CFG_DOUBLE, "0", NULL,
      "seconds any blocking wait may last before failing with PLAIT_ERR_TIMEOUT (0 = forever; "
-     "between hosts, a matched transfer's wait lasts while its data keeps moving)", CFG_AT(timeout_s)},
+     "between hosts, a point-to-point wait lasts while data keeps moving with that rank)",
+     CFG_AT(timeout_s)},
     {"PLAIT_LOG_LEVEL", PRT_CFG_ENUM, "warn", "none|error|warn|info|debug|trace",
      "how much the library writes to stderr", CFG_AT(log_level)},
     {"PLAIT_TRANSPORT", PRT_CFG_ENUM, "auto", "auto|shm|tcp|udp",
