@@ -234,6 +234,20 @@ static void hier_group_allreduce(pcoll_sched_t *sc, const int *g, int m, int gi,
         pcoll_ring_allreduce(sc, g, m, gi, buf, cnt, es, 0);   /* allreduce.c */
 }
 
+/* dst = x[0] op x[1] op ... op x[c-1] over cnt elements (dst is none of
+ * x[1..]); c == 1 copies. */
+static void hier_reduce_chain(pcoll_sched_t *sc, char *dst, char *const *x, int c, size_t cnt,
+                              size_t es)
+{
+    if (c == 1) {
+        pcoll_sched_copy(sc, dst, x[0], cnt * es);
+        return;
+    }
+    pcoll_sched_reduce(sc, dst, x[0], x[1], cnt);
+    for (int i = 2; i < c; i++)
+        pcoll_sched_reduce(sc, dst, dst, x[i], cnt);
+}
+
 /* Step 1: slice li of the host's partial result into R (k members L). */
 static void hier_local_rs(pcoll_sched_t *sc, const pcoll_args_t *a, const int *L, int k, int li)
 {
@@ -262,9 +276,7 @@ static void hier_local_rs(pcoll_sched_t *sc, const pcoll_args_t *a, const int *L
         own = keep;
     }
     in[li] = (char *)own;
-    pcoll_sched_reduce(sc, mine, in[0], in[1], cnt);
-    for (int j = 2; j < k; j++)
-        pcoll_sched_reduce(sc, mine, mine, in[j], cnt);
+    hier_reduce_chain(sc, mine, in, k, cnt, es);
     pcoll_sched_end_round(sc);
 }
 
@@ -278,28 +290,68 @@ static int hier_flat(pcoll_sched_t *sc, const pcoll_args_t *a)
     return (n & (n - 1)) ? pcoll_allreduce_ring(sc, a) : pcoll_allreduce_rabenseifner(sc, a);
 }
 
+/* This rank's place in map m: host h, local index li of the k members L
+ * of its host, H hosts; col[j] (scratch of sc) the member of host j in its
+ * column: member li where every host has k members, else host j's leader
+ * (member 0). */
+typedef struct {
+    int h, k, li, H;
+    const int *L;
+    int *col;
+} hier_pos_t;
+
+/* Comm rank of member li of host j. */
+static int hier_member(const hier_map_t *m, int j, int li)
+{
+    return m->member[m->first[j] + li];
+}
+
+static int hier_place(pcoll_sched_t *sc, const hier_map_t *m, hier_pos_t *p)
+{
+    int r = sc->comm->rank;
+    p->h = m->host_of[r];
+    p->L = m->member + m->first[p->h];
+    p->k = m->first[p->h + 1] - m->first[p->h];
+    for (p->li = 0; p->L[p->li] != r; p->li++)
+        ;
+    p->H = m->nhosts;
+    if (!(p->col = pcoll_sched_tmp(sc, (size_t)p->H * sizeof *p->col)))
+        return sc->err;
+    for (int j = 0; j < p->H; j++)
+        p->col[j] = hier_member(m, j, m->uniform ? p->li : 0);
+    return PLAIT_OK;
+}
+
+/* *mp: the host map where a uniform two-level schedule applies (hosts
+ * known and of one rank count), p filled in; NULL where the flat one runs
+ * instead. */
+static int hier_columns(pcoll_sched_t *sc, const hier_map_t **mp, hier_pos_t *p)
+{
+    int rc;
+    const hier_map_t *m = hier_map_get(sc, &rc);
+    *mp = NULL;
+    if (!m || !m->uniform)
+        return rc;
+    *mp = m;
+    return hier_place(sc, m, p);
+}
+
 int pcoll_allreduce_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
 {
-    int rc, r = sc->comm->rank, h, k, li, H, *col;
+    int rc, h, k, li, H, *col;
     const int *L;
     size_t es = a->es, cnt = a->count;
     char *R = a->rbuf;
+    hier_pos_t p;
     const hier_map_t *m = hier_map_get(sc, &rc);
     if (!m)
         return rc != PLAIT_OK ? rc : hier_flat(sc, a);
-    h = m->host_of[r];
-    L = m->member + m->first[h];
-    k = m->first[h + 1] - m->first[h];
-    for (li = 0; L[li] != r; li++)
-        ;
-    H = m->nhosts;
-    if (!(col = pcoll_sched_tmp(sc, (size_t)H * sizeof *col)))
-        return sc->err;
+    if ((rc = hier_place(sc, m, &p)) != PLAIT_OK)
+        return rc;
+    h = p.h, L = p.L, k = p.k, li = p.li, H = p.H, col = p.col;
     hier_local_rs(sc, a, L, k, li);
     if (m->uniform) {
         size_t off = pcoll_blk_off(cnt, k, li), n = pcoll_blk_cnt(cnt, k, li);
-        for (int j = 0; j < H; j++)
-            col[j] = m->member[m->first[j] + li];
         hier_group_allreduce(sc, col, H, h, R + off * es, n, es);
         pcoll_sched_scale(sc, R + off * es, n);
         pcoll_sched_end_round(sc);
@@ -324,8 +376,6 @@ int pcoll_allreduce_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
     }
     pcoll_sched_end_round(sc);
     if (li == 0) {
-        for (int j = 0; j < H; j++)
-            col[j] = m->member[m->first[j]];
         hier_group_allreduce(sc, col, H, h, R, cnt, es);
         pcoll_sched_scale(sc, R, cnt);
         pcoll_sched_end_round(sc);
@@ -337,43 +387,6 @@ int pcoll_allreduce_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
         pcoll_sched_recv(sc, L[0], R, cnt * es);
     pcoll_sched_end_round(sc);
     return sc->err;
-}
-
-/* This rank's place in a uniform map: host h, local index li of k members
- * L; col[j] = member li of host j (H hosts), in scratch of sc. */
-typedef struct {
-    int h, k, li, H;
-    const int *L;
-    int *col;
-} hier_pos_t;
-
-/* *m: the host map where a two-level schedule applies (hosts known and of
- * one rank count), p filled in; NULL where the flat one runs instead. */
-static int hier_columns(pcoll_sched_t *sc, const hier_map_t **mp, hier_pos_t *p)
-{
-    int rc, r = sc->comm->rank;
-    const hier_map_t *m = hier_map_get(sc, &rc);
-    *mp = NULL;
-    if (!m || !m->uniform)
-        return rc;
-    *mp = m;
-    p->h = m->host_of[r];
-    p->L = m->member + m->first[p->h];
-    p->k = m->first[p->h + 1] - m->first[p->h];
-    for (p->li = 0; p->L[p->li] != r; p->li++)
-        ;
-    p->H = m->nhosts;
-    if (!(p->col = pcoll_sched_tmp(sc, (size_t)p->H * sizeof *p->col)))
-        return sc->err;
-    for (int j = 0; j < p->H; j++)
-        p->col[j] = m->member[m->first[j] + p->li];
-    return PLAIT_OK;
-}
-
-/* Comm rank of member li of host j. */
-static int hier_member(const hier_map_t *m, int j, int li)
-{
-    return m->member[m->first[j] + li];
 }
 
 /* The flat algorithms of coll/select.c's rows after the two-level ones
@@ -444,20 +457,6 @@ int pcoll_allgather_two_level(pcoll_sched_t *sc, const pcoll_args_t *a)
     }
     pcoll_sched_end_round(sc);
     return sc->err;
-}
-
-/* dst = x[0] op x[1] op ... op x[c-1] over cnt elements (dst is none of
- * x[1..]); c == 1 copies. */
-static void hier_reduce_chain(pcoll_sched_t *sc, char *dst, char *const *x, int c, size_t cnt,
-                              size_t es)
-{
-    if (c == 1) {
-        pcoll_sched_copy(sc, dst, x[0], cnt * es);
-        return;
-    }
-    pcoll_sched_reduce(sc, dst, x[0], x[1], cnt);
-    for (int i = 2; i < c; i++)
-        pcoll_sched_reduce(sc, dst, dst, x[i], cnt);
 }
 
 /*
