@@ -1004,11 +1004,6 @@ static void coll_unlink(ppt_state_t *s, plait_request_t req)
         req_unlink(&s->coll_head, req);
 }
 
-/* A send whose DATA the transport holds whole (zero copy: it still reads
- * the caller's buffer for its retransmissions) is as good as sent, as a
- * copied one is once handed over: the transport takes a copy, the caller
- * its buffer, and the send completes. (Withdrawn instead, its receiver got
- * the message all the same while the sender reported a failure.) */
 /* The transport stops reading a zero-copy send's buffer (it copies what it
  * still needs); what names the caller's step in a failure's log line. */
 static void send_detach(ppt_state_t *s, plait_request_t req, const char *what)
@@ -1019,6 +1014,11 @@ static void send_detach(ppt_state_t *s, plait_request_t req, const char *what)
     req->zc_pending = 0;
 }
 
+/* A send whose DATA the transport holds whole (zero copy: it still reads
+ * the caller's buffer for its retransmissions) is as good as sent, as a
+ * copied one is once handed over: the transport takes a copy, the caller
+ * its buffer, and the send completes. (Withdrawn instead, its receiver got
+ * the message all the same while the sender reported a failure.) */
 static void send_let_go(ppt_state_t *s, plait_request_t req)
 {
     send_detach(s, req, "completing");

@@ -705,9 +705,10 @@ static uint64_t rto_ceiling(const pp_conn_t *c)
 static uint64_t rto_above(const pp_conn_t *c, uint64_t floor)
 {
     uint64_t rto = c->srtt_ns ? c->srtt_ns + 4 * c->rttvar_ns : 2 * floor;
+    uint64_t ceiling = rto_ceiling(c);
     if (rto < floor)
         rto = floor;
-    return rto > rto_ceiling(c) ? rto_ceiling(c) : rto;
+    return rto > ceiling ? ceiling : rto;
 }
 
 /* A probe's timeout: the RTO from the RTT alone. Not the adapted floor
@@ -1452,7 +1453,7 @@ static void rto_floor_decay(pp_conn_t *c, uint64_t now)
 
 int pp_poll(pp_conn_t *c, uint64_t now)
 {
-    uint64_t rto, young;
+    uint64_t rto, young, ceiling;
     int marked = 0;
     now = conn_clock(c, now);
     if (c->failed || now - c->last_rto_scan < c->cfg.rto_min_ns / 4)
@@ -1460,6 +1461,7 @@ int pp_poll(pp_conn_t *c, uint64_t now)
     c->last_rto_scan = now;
     rto_floor_decay(c, now);
     rto = pp_rto_ns(c);
+    ceiling = rto_ceiling(c);
     young = c->ndown ? probe_rto(c) : rto;   /* the least limit (probe_rto <= rto) */
     for (uint32_t psn = c->snd_una; sdiff(c->snd_nxt, psn) > 0; psn++) {
         pp_pkt_t *p = &c->pk[psn % PP_WIN];
@@ -1482,8 +1484,8 @@ int pp_poll(pp_conn_t *c, uint64_t now)
                      (double)(now - p->first_ns) * 1e-9, p->retx);
             return 1;
         }
-        if (limit > rto_ceiling(c))
-            limit = rto_ceiling(c);
+        if (limit > ceiling)
+            limit = ceiling;
         /* A timeout marks a few of the oldest packets per scan, not the
          * whole window: a receiver that was merely descheduled would
          * otherwise get the window again (spurious retransmissions). */
