@@ -694,9 +694,9 @@ static void scenario(const char *name)
 static void trace_sender(uint64_t t, int f, uint64_t nwin, const pp_conn_t *c)
 {
     fprintf(stderr, "t %.4f flow %d cwnd %.0f ssth %.0f infl %" PRIu64 " nlost %u srtt %" PRIu64
-            " minrtt %" PRIu64 " una..nxt %d retx %" PRIu64 "/%" PRIu64 " win %" PRIu64 " q",
+            " minrtt %" PRIu64 " una..nxt %d retx %" PRIu64 "/%" PRIu64 " win %" PRIu64 " sent %" PRIu64 " q",
             (double)t * 1e-9, f, c->cc.cwnd, c->cc.ssthresh, c->inflight, c->nlost, c->srtt_ns,
-            c->min_rtt_ns, (int)(c->snd_nxt - c->snd_una), c->st.retx_fast, c->st.retx_timeout, nwin);
+            c->min_rtt_ns, (int)(c->snd_nxt - c->snd_una), c->st.retx_fast, c->st.retx_timeout, nwin, c->st.tx_bytes);
     for (int i = 0; i < nlinks; i++)
         fprintf(stderr, " %" PRIu64, links[i].d[0].backlog);
     fprintf(stderr, "\n");

@@ -2099,7 +2099,7 @@ static void t_cubic_queue_guard(void)
 {
     pp_conn_t c;
     pp_cfg_t cfg;
-    pp_ack_info_t a = {.now = 60000000, .acked = 4000, .rtt_ns = 1600000, .path = 0};
+    pp_ack_info_t a = {.now = 60000000, .acked = 4000, .rtt_ns = 1700000, .path = 0};
     double w;
     net_cfg(&cfg, 0, 1, 2);
     cfg.cc = &pp_cc_cubic;
@@ -2107,38 +2107,72 @@ static void t_cubic_queue_guard(void)
     c.min_rtt_ns = 100000;
     c.srtt_ns = 2000000;
     for (uint32_t p = 0; p < cfg.npaths; p++) {
-        c.paths[p].qrtt_ns = p == 6 ? 300000 : 100000 + 1500000;   /* path 6 short */
+        c.paths[p].qrtt_ns = p == 6 ? 300000 : 100000 + 1700000;   /* path 6 short */
         c.paths[p].acked_sent_ns = a.now - 300000;                  /* all fresh */
     }
-    cubic_samples(&c, PP_RTT_RING / 8 - 1, 1600000);
+    cubic_samples(&c, PP_RTT_RING / 8 - 1, 1700000);
     TAP_OK(pp_recent_min_rtt(&c) == 0, "cubic: no recent RTT before %d samples", PP_RTT_RING / 8);
-    cubic_samples(&c, PP_RTT_RING, 1600000);
+    cubic_samples(&c, PP_RTT_RING, 1700000);
     w = c.cc.cwnd;
     for (int k = 0; k < 10; k++)
         c.cfg.cc->on_ack(&c, &a);
     TAP_OK(fabs(c.cc.cwnd - 0.94 * w) < 1 && c.cc.ssthresh == c.cc.cwnd,
-           "cubic: the last %d samples queue 1.5 ms: ten ACKs within one queued RTT hold the "
+           "cubic: the last %d samples queue 1.6 ms: ten ACKs within one queued RTT hold the "
            "window, less one yield of 6%% (%.0f -> %.0f B), and slow start ends, though one of "
            "every path's queue is short", PP_RTT_RING, w, c.cc.cwnd);
     w = c.cc.cwnd;
-    a.now += 1700000;   /* one queued RTT later */
+    a.now += 1800000;   /* one queued RTT later */
     c.cfg.cc->on_ack(&c, &a);
     TAP_OK(fabs(c.cc.cwnd - 0.94 * w) < 1, "cubic: the next queued RTT yields 6%% again (%.0f B)",
            c.cc.cwnd);
     w = c.cc.cwnd;
     cubic_samples(&c, 1, 300000);    /* one packet without the queue */
-    a.now += 1700000;
+    a.now += 1800000;
     for (int k = 0; k < 10; k++)
         c.cfg.cc->on_ack(&c, &a);
     TAP_OK(pp_recent_min_rtt(&c) == 300000 && c.cc.cwnd > w,
            "cubic: one recent sample with a short queue: the window grows (%.0f -> %.0f B)",
            w, c.cc.cwnd);
-    cubic_samples(&c, PP_RTT_RING, 1600000);
-    TAP_OK(pp_recent_min_rtt(&c) == 1600000, "cubic: the short sample ages out after %d more",
+    cubic_samples(&c, PP_RTT_RING, 1700000);
+    TAP_OK(pp_recent_min_rtt(&c) == 1700000, "cubic: the short sample ages out after %d more",
            PP_RTT_RING);
     TAP_OK(pp_least_qrtt(&c, 60000000) == 300000 && pp_least_qrtt(&c, 120000000) == 0,
            "least queued path (pwin, swift): the fresh one; none once every estimate is stale");
     pp_conn_fini(&c);
+}
+
+/* The queue a window holds at grows as the window shrinks below 400 KB
+ * (the square root of how far below, at most 1.5 times the 1 ms target):
+ * the smaller of two connections sharing a queue grows on where the larger
+ * one holds. */
+static int cubic_holds(double cwnd, uint64_t queue_ns)
+{
+    pp_conn_t c;
+    pp_cfg_t cfg;
+    pp_ack_info_t a = {.now = 60000000, .acked = 1000, .rtt_ns = 100000 + queue_ns, .path = 0};
+    int held;
+    net_cfg(&cfg, 0, 1, 2);
+    cfg.cc = &pp_cc_cubic;
+    pp_conn_init(&c, &cfg);
+    c.min_rtt_ns = 100000;
+    c.srtt_ns = 100000 + queue_ns;
+    c.cc.cwnd = cwnd;
+    cubic_samples(&c, PP_RTT_RING, 100000 + queue_ns);
+    c.cfg.cc->on_ack(&c, &a);
+    held = c.cc.held_ns == a.now;
+    pp_conn_fini(&c);
+    return held;
+}
+
+static void t_cubic_fair_target(void)
+{
+    TAP_OK(cubic_holds(800000, 1100000) && cubic_holds(400000, 1100000) &&
+           !cubic_holds(400000, 900000),
+           "cubic target: windows of 400 KB and more hold at 1 ms of queue");
+    TAP_OK(!cubic_holds(200000, 1350000) && cubic_holds(200000, 1450000),
+           "cubic target: a 200 KB window holds at sqrt(2) ms, not before");
+    TAP_OK(!cubic_holds(40000, 1450000) && cubic_holds(40000, 1550000),
+           "cubic target: a 40 KB window holds at 1.5 ms (the cap), not before");
 }
 
 /* Near a hold CUBIC grows one chunk per RTT (equal steps for every
@@ -2165,7 +2199,7 @@ static void t_cubic_near_queue(void)
     pp_conn_init(&c, &cfg);
     c.min_rtt_ns = 100000;
     c.srtt_ns = 1000000;
-    cubic_samples(&c, PP_RTT_RING, 1600000);   /* a standing queue: hold */
+    cubic_samples(&c, PP_RTT_RING, 1700000);   /* a standing queue: hold */
     c.cfg.cc->on_ack(&c, &a);
     TAP_OK(c.cc.held_ns == a.now && c.cc.ssthresh == c.cc.cwnd, "cubic: a standing queue is "
            "remembered (held at %llu ns)", (unsigned long long)c.cc.held_ns);
@@ -2622,6 +2656,7 @@ int main(void)
     t_piggyback();
     t_piggyback_gso();
     t_cubic_queue_guard();
+    t_cubic_fair_target();
     t_cubic_near_queue();
     t_pwin_choices();
     t_zc_retx_reads_ref();

@@ -73,6 +73,37 @@ static void win_init(pp_conn_t *c)
  * that much queue keeps a standing queue, so the links stay busy and
  * nothing overflows; losses still cut it as CUBIC does. */
 
+/* The queue a window holds at: PP_QUEUE_TARGET_NS, raised for a window
+ * under CUBIC_FAIR_WINDOW by the square root of how far under (at most
+ * CUBIC_FAIR_MAX times), as Swift's flow scaling does. Why: connections
+ * sharing links do not see the same queue. ECMP gives each connection its
+ * own split of paths over the links (21 of 32 on one link, 17 of 32 on the
+ * other's), so one connection's packets meet the more loaded link more
+ * often, its recent samples' least holds more often, and it grows less:
+ * with one target for all, the same connection kept the smaller share in
+ * every seed of a path map (plait-sim, two colliding pairs, map seed 0:
+ * 0.875-0.897 of 0.94 Gbit/s against 0.978-1.000 for the other). A smaller
+ * window now tolerates a little more queue before it holds, so it grows
+ * while the larger one yields: the windows' gap closes whatever the maps.
+ * plait-sim, two colliding pairs over map seeds 4-9 and seeds 1-2, the
+ * worse pair's Gbit/s: 0.897-0.934 (median 0.917) -> 0.922-0.937 (median
+ * 0.931); three pairs, scaled to two: 0.845-0.930 (0.899) -> 0.901-0.934
+ * (0.920). A fixed 1.3 ms target for all did not help (median 0.922 on
+ * map seeds 0-3), nor did a longer sample ring. A window above
+ * CUBIC_FAIR_WINDOW (one connection alone on 2 x 1 Gbit/s) keeps the
+ * plain target: lowering it there cost 1% loss 1-3% of its goodput. */
+#define CUBIC_FAIR_WINDOW 400000.0   /* bytes: the two pairs' windows are 200-300 KB */
+#define CUBIC_FAIR_MAX    1.5
+static uint64_t cubic_queue_target(const pp_conn_t *c)
+{
+    double f = sqrt(CUBIC_FAIR_WINDOW / c->cc.cwnd);
+    if (f < 1)
+        f = 1;
+    if (f > CUBIC_FAIR_MAX)
+        f = CUBIC_FAIR_MAX;
+    return (uint64_t)(PP_QUEUE_TARGET_NS * f);
+}
+
 /* The least of the latest PP_RTT_RING RTT samples when even it queues
  * more than the target, else 0: every recent packet met a queue, on
  * whichever path it took. The least of a fixed number of samples, not the
@@ -94,7 +125,7 @@ static void win_init(pp_conn_t *c)
 static uint64_t cubic_standing_queue(const pp_conn_t *c)
 {
     uint64_t q = pp_recent_min_rtt(c);
-    return q && c->min_rtt_ns && q > c->min_rtt_ns + PP_QUEUE_TARGET_NS ? q : 0;
+    return q && c->min_rtt_ns && q > c->min_rtt_ns + cubic_queue_target(c) ? q : 0;
 }
 
 /* Holding alone keeps whatever share of a shared bottleneck each
