@@ -15,6 +15,7 @@
 #            intact, and the transport reports retransmissions;
 #   one path rate-limited hard (tbf 10 Mbit/s on R2, R1 unshaped): intact;
 #   one path dead (R2 drops all UDP): intact, and paths were taken down;
+#   a path MTU of 1280 (route): intact (sent fragmented), and the job says so;
 #   2 x 5 Mbit/s: an early-placed receive cancelled mid-message gives the
 #            message back whole; messages slower than PLAIT_TIMEOUT complete
 #            on both sides, over udp and tcp (pt2pt_slow).
@@ -179,6 +180,27 @@ if job "udp A<->B, path 2 dead (100% loss on R2): pt2pt_sizes" "" pt2pt_sizes; t
     fi
 fi
 "$BED" loss $PFX 0
+
+# A path MTU below the datagram size: A's route to B carries MTU 1280 (as a
+# path MTU learnt from a router's "fragmentation needed" would), so A's kernel
+# refuses the 1500-byte datagrams (EMSGSIZE), GSO batches included. The
+# transport must send them fragmented from then on and say so, not retry them
+# until B is given up as unreachable (before: a 30 s stall, then "rank 1
+# stopped acknowledging").
+route_to_b() {
+    ip -n $A route replace $B_VIP/32 src $A_VIP "$@" \
+        nexthop via 198.18.1.2 dev a-r1 weight 1 nexthop via 198.18.2.2 dev a-r2 weight 1
+}
+route_to_b mtu 1280
+if job "udp A<->B, path MTU 1280 below the 1500-byte datagrams: pt2pt_sizes" "" pt2pt_sizes; then
+    if grep -q "do not fit the path MTU" "$out"; then
+        pass "udp A<->B, path MTU 1280: the transport said it went fragmented"
+    else
+        fail "udp A<->B, path MTU 1280: the transport said it went fragmented" \
+            "no 'do not fit the path MTU' warning" "$(grep -m5 'udp' "$out")"
+    fi
+fi
+route_to_b
 
 # A receive placed early and cancelled mid-message (udp_reuse revoke: the
 # receiver stops the sender at the first byte placed, so its 2 s timeout

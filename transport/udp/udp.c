@@ -255,6 +255,7 @@ struct udp {
     _Atomic int    early_hint;
     _Atomic int    zc_ready;                 /* some connection has zero-copy sends to report */
     _Atomic int    gso;                      /* UDP_SEGMENT works (cleared on refusal) */
+    _Atomic int    frag;                     /* datagrams go fragmented (udp_pmtu_fallback) */
     _Atomic uint64_t caller_ns;              /* last time an application thread polled */
     _Atomic uint64_t rx_bulk_ns;             /* last pass that received placed (bulk) data */
     _Atomic uint64_t st_syscalls, st_sleeps; /* datapath counters (PLAIT_STATS) */
@@ -448,6 +449,10 @@ int ptl_udp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg, ptl_tl_
     if (u->card.naddr == 0)
         return prt_err(PLAIT_ERR_ARG, "udp: no IPv4 address matches '%s' (PLAIT_UDP_IF)",
                        cfg->udp_if[0] ? cfg->udp_if : "any interface");
+    if (cfg->udp_mtu > u->card.mtu && u->job->local_size < u->job->size && u->job->local_rank == 0)
+        prt_log(PRT_LOG_WARN, "udp: PLAIT_UDP_MTU=%zu is above this host's interface MTU (%u): "
+                "datagrams between hosts will go fragmented, which is slower", cfg->udp_mtu,
+                u->card.mtu);
     PRT_CHECK(udp_open_paths(u, cfg->udp_if[0] ? u->card.addrs[0] : htonl(INADDR_ANY)));
     u->card.npaths = (uint16_t)u->npaths;
     u->card.nrx = (uint16_t)u->neng;   /* engine e owns socket e: one receive socket each */
@@ -712,6 +717,31 @@ static void udp_trace_send(const udp_txb_t *b, int m, int k)
     prt_trace_event('S', bytes, end - first, 0);
 }
 
+/* The kernel refused a datagram as larger than the path MTU (EMSGSIZE): a
+ * route or a router's link on the way has a smaller MTU than the interface
+ * the datagram size came from (an ICMP "fragmentation needed" lowered the
+ * kernel's path MTU for the peer's address, on every path at once), or
+ * PLAIT_UDP_MTU is set above the network's. Retrying at the same size would
+ * fail until the peer is given up as unreachable. Instead every path socket
+ * stops setting don't-fragment (IP_PMTUDISC_DONT): the kernel and the routers
+ * then fragment what does not fit, and the receiver's kernel reassembles it.
+ * GSO stops too: the kernel refuses segments larger than the path MTU
+ * whatever the don't-fragment setting (EMSGSIZE, on the 6.18 kernel here).
+ * Slower, but every byte arrives; the warning says how to get the speed back.
+ * The refused packets are lost here and resent like any loss. */
+static void udp_pmtu_fallback(udp_t *u, const udp_peer_t *p, int peer)
+{
+    if (atomic_exchange(&u->frag, 1))
+        return;
+    atomic_store(&u->gso, 0);
+    for (int i = 0; i < u->npaths; i++)
+        setsockopt(u->fds[i], IPPROTO_IP, IP_MTU_DISCOVER, &(int){IP_PMTUDISC_DONT}, sizeof(int));
+    prt_log(PRT_LOG_WARN, "udp: datagrams of %u bytes to rank %d do not fit the path MTU (the "
+            "kernel refused them: %s); they go fragmented from now on, which is slower: set "
+            "PLAIT_UDP_MTU to the network's MTU (or fix the route or link MTU)",
+            p->conn.cfg.mtu + 28 + (uint32_t)PP_DATA_HDR_MAX, peer, strerror(EMSGSIZE));
+}
+
 /* Hands the batch's packets (all for peer p) to the kernel: runs of equal
  * packets on one path go as one GSO datagram where the kernel takes them,
  * runs of datagrams on one path in one sendmmsg. A full socket buffer loses
@@ -751,10 +781,15 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
             for (int j = b->mfirst[m]; j < b->mfirst[m] + b->mcount[m]; j++) {
                 struct msghdr h = {.msg_name = &p->dst[path], .msg_namelen = sizeof p->dst[path],
                                    .msg_iov = b->iov[j], .msg_iovlen = UDP_IOV};
-                if (sendmsg(u->fds[path], &h, MSG_DONTWAIT) < 0)
+                if (sendmsg(u->fds[path], &h, MSG_DONTWAIT) < 0) {
+                    if (errno == EMSGSIZE)
+                        udp_pmtu_fallback(u, p, (int)(p - u->peers));
                     break;
+                }
             }
             rc = 1;
+        } else if (rc < 0 && errno == EMSGSIZE) {
+            udp_pmtu_fallback(u, p, (int)(p - u->peers));
         } else if (rc < 0 && errno != EAGAIN && errno != ENOBUFS) {
             prt_log(PRT_LOG_DEBUG, "udp: sendmmsg on path %d: %s", path, strerror(errno));
         } else if (rc < 0) {   /* the packets are lost here: repaired like any loss */
