@@ -131,7 +131,13 @@ for prog in pt2pt_self pt2pt_sizes pt2pt_trunc pt2pt_match pt2pt_many comm_split
         job "$prog -n $n" "$n" "$BIN/$prog"
     done
 done
-job "pt2pt_errors --stale (use of a freed communicator) -n 2" 2 "$BIN/pt2pt_errors" --stale
+# A stale handle is detected by reading the freed request's mark: the
+# program's own use after free, which AddressSanitizer stops (tests/asan).
+if [ -n "${PLAIT_TEST_SANITIZED:-}" ]; then
+    skip "pt2pt_errors --stale -n 2" "reads freed memory on purpose (sanitized build)"
+else
+    job "pt2pt_errors --stale (use of a freed communicator) -n 2" 2 "$BIN/pt2pt_errors" --stale
+fi
 
 # The same traffic through the library's other shared-memory paths: no
 # single-copy (CMA), and a tiny eager limit with 2-slot rings (rendezvous and
