@@ -327,6 +327,8 @@ static int wait_moving(const ppt_state_t *s, plait_request_t req, uint64_t *mark
         return 0;
     if ((req->kind != PPT_REQ_RECV && req->kind != PPT_REQ_SEND) || req->withdrawing)
         return 0;
+    if (req->comm && req->mq == req->comm->cmq)
+        return 0;   /* a collective's own message (coll/pair.c waits on these directly) */
     *mark = tl->ops->moved((ptl_tl_t *)tl, world);
     return 1;
 }
