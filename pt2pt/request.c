@@ -325,10 +325,10 @@ static int wait_moving(const ppt_state_t *s, plait_request_t req, uint64_t *mark
     const ptl_tl_t *tl;
     if (world < 0 || world >= s->job.size || !(tl = s->tl_of[world]) || !tl->ops->moved)
         return 0;
-    if ((req->kind != PPT_REQ_RECV && req->kind != PPT_REQ_SEND) || req->withdrawing)
+    /* a collective's own messages too: coll/pair.c waits on them directly */
+    if ((req->kind != PPT_REQ_RECV && req->kind != PPT_REQ_SEND) || req->withdrawing ||
+        req_of_collective(req))
         return 0;
-    if (req->comm && req->mq == req->comm->cmq)
-        return 0;   /* a collective's own message (coll/pair.c waits on these directly) */
     *mark = tl->ops->moved((ptl_tl_t *)tl, world);
     return 1;
 }

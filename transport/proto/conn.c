@@ -857,6 +857,7 @@ static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
     const pp_cc_ops_t *cc = c->cfg.cc;
     uint32_t region_end = (m->queued / c->cfg.chunk + 1) * c->cfg.chunk;
     uint32_t bytes = cc->chunk_size ? cc->chunk_size(c) : c->cfg.chunk;
+    uint64_t need;   /* what the receiver's window must hold for this chunk */
     if (region_end > m->len)
         region_end = m->len;
     if (bytes == 0 || bytes > region_end - m->queued)
@@ -878,14 +879,15 @@ static int chunk_start(pp_conn_t *c, pp_msg_t *m, uint64_t now)
      * repaired only after an RTO: 969 such drops in a 64 KiB bcast stream
      * between namespace hosts, where the root runs ahead of its receiver.
      * (A placed message reserves its header only.) */
-    if (rwnd_closed(c, m->placed ? bytes : m->len - m->queued, now))
+    need = m->placed ? bytes : m->len - m->queued;
+    if (rwnd_closed(c, need, now))
         return tx_wait(c, PP_WAIT_RWND, now);
     /* Past the window (rwnd_closed let it go as a probe) one packet is
      * enough to ask: a whole chunk was dropped at the receiver each time
      * (a receiver that posted its receives 4 s late dropped 1839 packets
      * of 100 KB eager messages, a chunk per probe, one probe per backed-off
      * timeout). */
-    if (fc_unacked(c) + (m->placed ? bytes : m->len - m->queued) > c->rwnd && bytes > c->cfg.mtu)
+    if (fc_unacked(c) + need > c->rwnd && bytes > c->cfg.mtu)
         bytes = c->cfg.mtu;
     if (c->inflight && !cc->can_send(c, bytes))
         return tx_wait(c, PP_WAIT_CWND, now);

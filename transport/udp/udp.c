@@ -729,8 +729,9 @@ static void udp_trace_send(const udp_txb_t *b, int m, int k)
  * whatever the don't-fragment setting (EMSGSIZE, on the 6.18 kernel here).
  * Slower, but every byte arrives; the warning says how to get the speed back.
  * The refused packets are lost here and resent like any loss. */
-static void udp_pmtu_fallback(udp_t *u, const udp_peer_t *p, int peer)
+static void udp_pmtu_fallback(udp_t *u, const udp_peer_t *p)
 {
+    int peer = (int)(p - u->peers);
     if (atomic_exchange(&u->frag, 1))
         return;
     atomic_store(&u->gso, 0);
@@ -783,13 +784,13 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
                                    .msg_iov = b->iov[j], .msg_iovlen = UDP_IOV};
                 if (sendmsg(u->fds[path], &h, MSG_DONTWAIT) < 0) {
                     if (errno == EMSGSIZE)
-                        udp_pmtu_fallback(u, p, (int)(p - u->peers));
+                        udp_pmtu_fallback(u, p);
                     break;
                 }
             }
             rc = 1;
         } else if (rc < 0 && errno == EMSGSIZE) {
-            udp_pmtu_fallback(u, p, (int)(p - u->peers));
+            udp_pmtu_fallback(u, p);
         } else if (rc < 0 && errno != EAGAIN && errno != ENOBUFS) {
             prt_log(PRT_LOG_DEBUG, "udp: sendmmsg on path %d: %s", path, strerror(errno));
         } else if (rc < 0) {   /* the packets are lost here: repaired like any loss */
