@@ -131,6 +131,10 @@ void pcoll_reduce(void *dst, const void *a, const void *b, size_t count, plait_d
 void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor);
 /* Which kernel family runs here: "avx512", "avx2" or "scalar". */
 const char *pcoll_reduce_isa(void);
+/* Makes every later pcoll_reduce use one family (pref as PLAIT_REDUCE_ISA:
+ * 0 auto, 1 scalar, 2 avx2, 3 avx512; a family the CPU lacks falls back);
+ * returns the one chosen. For tests that compare the families. */
+const char *pcoll_reduce_pick(int pref);
 /* 1 if dt/op is a valid reduction; else 0 with *why set. op must be a
  * plait_op_t (coll_check names one that is not, with its number). */
 int  pcoll_op_valid(plait_dtype_t dt, plait_op_t op, const char **why);
