@@ -50,13 +50,17 @@ int plait_ibarrier(plait_comm_t comm, plait_request_t *req)
     return rc;
 }
 
-int pcoll_barrier_locked(ppt_state_t *s, plait_comm_t comm, const char *what)
+int pcoll_barrier_locked(ppt_state_t *s, plait_comm_t comm, const char *what, int tag)
 {
     pcoll_sched_t sc;               /* blocking: schedule and request on the stack */
     struct plait_request storage;
     plait_request_t req = NULL;
     int rc;
     pcoll_sched_init(&sc, s, comm);
+    if (tag >= 0) {
+        sc.tag = tag;
+        sc.tag_set = 1;
+    }
     rc = barrier_build(&sc, comm, what, &storage, &req);
     if (rc == PLAIT_OK) {
         rc = ppt_wait_locked(s, req, what);
@@ -80,7 +84,7 @@ int plait_barrier(plait_comm_t comm)
             rc = pcoll_area_run_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER},
                                        "plait_barrier");
     } else {
-        rc = pcoll_barrier_locked(s, comm, "plait_barrier");
+        rc = pcoll_barrier_locked(s, comm, "plait_barrier", -1);
     }
     pthread_mutex_unlock(&s->lock);
     return rc;

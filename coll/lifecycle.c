@@ -35,7 +35,7 @@ int plait_finalize(void)
     }
     /* Nobody may tear down while a peer still needs its memory or frames. */
     pthread_mutex_lock(&s->lock);
-    brc = pcoll_barrier_locked(s, s->world, "plait_finalize");
+    brc = pcoll_barrier_locked(s, s->world, "plait_finalize", PPT_TAG_FINALIZE);
     if (brc == PLAIT_OK)
         brc = ppt_quiesce_locked(s, s->cfg.timeout_s > 0 ? s->cfg.timeout_s : 30);
     pthread_mutex_unlock(&s->lock);

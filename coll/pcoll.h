@@ -57,6 +57,7 @@ typedef struct pcoll_sched {
     ppt_state_t     *s;
     plait_comm_t     comm;
     int              tag;
+    int              tag_set;        /* tag given by the builder (finalize), not sequenced */
     uint32_t         sig;            /* pcoll_call_sig of a user's call (0: internal) */
     const char      *fn;             /* the user's call, for a builder's messages (NULL: internal) */
     int              err;            /* first failure while building (NOMEM) */
@@ -117,8 +118,9 @@ int  pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request
 /* Blocking form: waits for req, withdraws it if unfinished, frees it. */
 int  pcoll_wait_free_locked(ppt_state_t *s, plait_request_t req, const char *what);
 
-/* Blocking barrier with the lock held (finalize uses it). */
-int  pcoll_barrier_locked(ppt_state_t *s, plait_comm_t comm, const char *what);
+/* Blocking barrier with the lock held; tag -1: the next collective's, else
+ * that tag (finalize: PPT_TAG_FINALIZE). */
+int  pcoll_barrier_locked(ppt_state_t *s, plait_comm_t comm, const char *what, int tag);
 
 /* ------------------------------------------------------------ reductions */
 

@@ -511,7 +511,8 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
     req->destroy = sched_destroy;
     req->check_peers = sched_check_peers;
     req->wait_peers = sched_wait_peers;
-    sc->tag = pcoll_next_tag(sc->comm, sc->sig);
+    if (!sc->tag_set)
+        sc->tag = pcoll_next_tag(sc->comm, sc->sig);
     rc = sc->nrounds ? sched_start_round(sc) : PLAIT_OK;
     if (rc != PLAIT_OK) {
         ppt_req_free(req);

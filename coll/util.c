@@ -119,10 +119,13 @@ int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine)
  * see: the bytes arrive, the sizes agree -- then send messages the others
  * never match, and the call times out naming the rank it waits for instead
  * of returning wrong data (a mismatch goes unseen with probability 1/128).
- * Internal schedules (sig 0) keep the plain count.
+ * Internal schedules (sig 0) keep the plain count. The hash PPT_TAG_LIFE_H is
+ * left to communicator construction and finalize (pt2pt/ppt.h).
  */
 int pcoll_next_tag(plait_comm_t comm, uint32_t sig)
 {
     uint32_t h = sig ? (sig * 0x9E3779B1u) >> 25 : 0;
+    if (h == PPT_TAG_LIFE_H)   /* reserved: communicator construction, finalize */
+        h--;
     return (int)(h << 24 | (comm->coll_seq++ & 0xffffffu));
 }

@@ -166,9 +166,9 @@ int plait_wait   (plait_request_t *req, plait_status_t *status);
 /** Waits for all n requests in order; returns PLAIT_OK or the first failure.
  *  A request that completes, with or without an error of its own (e.g.
  *  PLAIT_ERR_TRUNCATE), is freed (NULL) and the wait goes on to the others.
- *  On PLAIT_ERR_TIMEOUT or PLAIT_ERR_PEER it returns at once: that request
- *  and the ones after it stay as they were (see plait_wait). statuses may be
- *  NULL. */
+ *  On PLAIT_ERR_TIMEOUT or PLAIT_ERR_PEER it returns at once, with that
+ *  code even after an earlier request's own failure: that request and the
+ *  ones after it stay as they were (see plait_wait). statuses may be NULL. */
 int plait_waitall(int n, plait_request_t reqs[], plait_status_t statuses[]);
 
 /* -------------------------------------------------------------- collectives */

@@ -262,7 +262,7 @@ static int comm_exchange_all(ppt_state_t *s, plait_comm_t comm, const void *mine
         return prt_err(PLAIT_ERR_NOMEM, "%s: no memory", fn);
     memcpy((char *)all + (size_t)comm->rank * bytes, mine, bytes);
     pthread_mutex_lock(&s->lock);
-    tag = (int)(comm->coll_seq++ & PLAIT_TAG_MAX);
+    tag = PPT_TAG_CONSTRUCT(comm->coll_seq++);
     for (int r = 0; r < n && rc == PLAIT_OK; r++) {
         if (r == comm->rank)
             continue;

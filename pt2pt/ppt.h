@@ -154,6 +154,16 @@ struct ppt_mq {
 #define PPT_COMM_MAGIC 0x4d4f434cu   /* alive */
 #define PPT_COMM_FREED 0x46524545u   /* freed: memory kept until finalize to detect reuse */
 
+/* Tags on a collective context: a collective's are (7-bit hash of its call
+ * << 24 | its sequence number), the hash never PPT_TAG_LIFE_H
+ * (pcoll_next_tag). Communicator construction (| sequence) and finalize's
+ * barrier (PPT_TAG_FINALIZE, no sequence) use that top byte, so they never
+ * pair with a collective's traffic: after a failed collective the ranks'
+ * sequences may differ, and finalize must still meet only finalize. */
+#define PPT_TAG_LIFE_H   127u
+#define PPT_TAG_CONSTRUCT(seq) ((int)(PPT_TAG_LIFE_H << 24 | ((seq) & 0x7fffffu)))
+#define PPT_TAG_FINALIZE ((int)(PPT_TAG_LIFE_H << 24 | 0x800000u))
+
 struct plait_comm {
     uint32_t     magic;
     int          rank, size;

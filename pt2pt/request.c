@@ -475,6 +475,7 @@ int plait_waitall(int n, plait_request_t reqs[], plait_status_t statuses[])
 {
     ppt_state_t *s;
     int rc, first = PLAIT_OK;
+    char first_text[600];
     if (!(s = ppt_enter(&rc, "plait_waitall")))
         return rc;
     if (n < 0 || (n > 0 && !reqs))
@@ -484,13 +485,24 @@ int plait_waitall(int n, plait_request_t reqs[], plait_status_t statuses[])
     for (int i = 0; i < n; i++) {
         char detail[512];
         rc = plait_wait(&reqs[i], statuses ? &statuses[i] : NULL);
-        if (rc != PLAIT_OK && first == PLAIT_OK) {
+        if (rc == PLAIT_OK)
+            continue;
+        snprintf(detail, sizeof detail, "%s", prt_err_text());
+        /* A timeout or a dead peer returns at once and wins over an earlier
+         * request's own failure: the caller must learn that reqs[i..] are
+         * still posted (the earlier one, e.g. a truncation, is freed). */
+        if (rc == PLAIT_ERR_TIMEOUT || rc == PLAIT_ERR_PEER) {
+            if (first != PLAIT_OK)
+                return prt_err(rc, "plait_waitall: reqs[%d]: %s (an earlier request failed "
+                               "with %s)", i, detail, plait_strerror(first));
+            return prt_err(rc, "plait_waitall: reqs[%d]: %s", i, detail);
+        }
+        if (first == PLAIT_OK) {
             first = rc;
-            snprintf(detail, sizeof detail, "%s", prt_err_text());
-            prt_err(rc, "plait_waitall: reqs[%d]: %s", i, detail);
-            if (rc == PLAIT_ERR_TIMEOUT || rc == PLAIT_ERR_PEER)
-                return rc;   /* waiting for the rest would block again */
+            snprintf(first_text, sizeof first_text, "plait_waitall: reqs[%d]: %s", i, detail);
         }
     }
+    if (first != PLAIT_OK)   /* (a later request's failure set another message) */
+        return prt_err(first, "%s", first_text);
     return first;
 }

@@ -21,6 +21,8 @@
  *            reduction kernel family (PLAIT_REDUCE_ISA by PMIX_RANK)
  *   errors   argument checks and mismatched arguments across ranks (expects
  *            a small PLAIT_TIMEOUT)
+ *   rootmismatch  a 4 MB bcast with mismatched roots and a barrier, then
+ *            finalize must return PLAIT_OK everywhere (small PLAIT_TIMEOUT)
  *   badalgo  plait_init must fail with PLAIT_ERR_ARG listing the choices
  * argv[2] "reduced": the suite with 6 datatypes (every size class, signedness
  * and float kind) instead of all 11, for the larger, oversubscribed runs.
@@ -943,6 +945,36 @@ static void errors(ctx_t *x)
     }
 }
 
+/* Roots that differ in a rendezvous-sized bcast, as the first collective,
+ * then a barrier: some ranks may return at once (OK), others time out, and
+ * the traffic left behind (the shared area's setup among it) must not pair
+ * with finalize's: main checks finalize returns OK everywhere. It returned
+ * PLAIT_ERR_ARG (a truncation) on one rank and PLAIT_ERR_PEER on the others
+ * in 2 of 3 runs while finalize took the next collective tag. */
+static void root_mismatch(ctx_t *x)
+{
+    size_t n = (size_t)1 << 20;
+    float *b = galloc(n * 4);
+    int rc, P = x->size;
+    const char *tv = getenv("PLAIT_TIMEOUT");
+    double timeout = tv ? atof(tv) : 3, start = plait_wtime();
+    where = "bcast of 4 MB with mismatched roots, then a barrier and finalize";
+    if (timeout > 30)
+        FAIL("rootmismatch mode wants a small PLAIT_TIMEOUT (got %s)", tv);
+    rc = plait_bcast(b, n, PLAIT_FLOAT32, x->rank == P - 1 && P > 2 ? 1 : 0, x->comm);
+    if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG && rc != PLAIT_ERR_TIMEOUT)
+        FAIL("%s: bcast returned %d (%s)", where, rc, plait_strerror(rc));
+    gcheck_free(b, n * 4, where);
+    rc = plait_barrier(x->comm);   /* on the broken communicator: any outcome but a hang */
+    fprintf(stderr, "rank %d: bcast with mismatched roots, then barrier -> %s\n", x->rank,
+            plait_strerror(rc));
+    /* Finalize's own wait is PLAIT_TIMEOUT too: a rank whose calls returned
+     * at once must not reach it a timeout ahead of the others. The ranks
+     * left init together (a fence), so a common deadline from then. */
+    while (plait_wtime() < start + 2 * (timeout + 2.5))
+        usleep(10000);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "suite";
@@ -975,6 +1007,8 @@ int main(int argc, char **argv)
         FAIL("at most 64 ranks");
     if (!strcmp(mode, "errors")) {
         errors(&world);
+    } else if (!strcmp(mode, "rootmismatch")) {
+        root_mismatch(&world);
     } else if (!strcmp(mode, "mixed")) {
         identity_check(&world, "world (mixed kernels)");
         special_check(&world, "world (mixed kernels)");

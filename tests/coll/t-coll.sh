@@ -128,6 +128,12 @@ job "argument errors and mismatched counts (2 ranks, direct exchange of coll/pai
     PLAIT_COLL_SHM_SMALL=0 -- errors
 job "argument errors and mismatched counts (3 ranks, chain/rabenseifner)" 3 3 \
     PLAIT_BCAST_ALGO=chain PLAIT_ALLREDUCE_ALGO=rabenseifner -- errors
+# Finalize meets only finalize: stale traffic of a failed collective (and of
+# the shared area's setup) used to pair with it (PLAIT_ERR_ARG / PEER).
+job "finalize OK after a bcast with mismatched roots and a barrier (3 ranks)" 3 3 -- rootmismatch
+job "finalize OK after a bcast with mismatched roots and a barrier (4 ranks)" 4 3 -- rootmismatch
+job "finalize OK after a bcast with mismatched roots and a barrier (3 ranks, udp)" 3 3 \
+    PLAIT_TRANSPORT=udp -- rootmismatch
 
 # A bad algorithm name fails plait_init with the valid choices (singleton).
 t0=$(date +%s)

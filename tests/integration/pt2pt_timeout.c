@@ -7,8 +7,9 @@
  * poll never times out), so the job stays in step. Afterwards the last rank
  * sends the message: the timed-out receive must have been withdrawn, so a
  * fresh receive gets it whole. A non-blocking receive whose waitall timed
- * out stays posted (plait.h: the request is left as it was): waited on
- * again after the send, it completes with the message.
+ * out stays posted (plait.h: the request is left as it was), and the
+ * timeout is what waitall returns though a request before it was truncated:
+ * waited on again after the send, it completes with the message.
  * Then the other way round, for a rendezvous-sized message: the last rank's
  * blocking send to rank 0, which posts nothing yet (it polls an ibarrier),
  * times out and is withdrawn; the sender overwrites its buffer. Rank 0's
@@ -72,13 +73,23 @@ int main(void)
         CHECK_RC_IS(plait_recv(buf, 100, PLAIT_BYTE, PLAIT_ANY_SOURCE, 6, plait_comm_world(), NULL),
                     PLAIT_ERR_TIMEOUT);
         CHECK(plait_last_error()[0] != '\0', "empty last_error after a timeout");
-        t_case = "waitall on a receive times out and leaves it posted";
-        t_poison(kept, sizeof kept);
-        CHECK_RC(plait_irecv(kept, 64, PLAIT_BYTE, silent, 7, plait_comm_world(), &req));
-        CHECK_RC_IS(plait_waitall(1, &req, NULL), PLAIT_ERR_TIMEOUT);
-        CHECK(req != NULL, "the timed-out request was freed (NULL): its receive is still posted");
-        CHECK(strstr(plait_last_error(), "reqs[0]") != NULL, "plait_last_error() \"%s\" does not "
-              "name reqs[0]", plait_last_error());
+        t_case = "waitall on a receive times out and leaves it posted, after a truncated one";
+        {
+            unsigned char eight[8] = {0}, four[4];
+            plait_request_t two[2], sreq;
+            t_poison(kept, sizeof kept);
+            CHECK_RC(plait_isend(eight, 8, PLAIT_BYTE, 0, 8, plait_comm_world(), &sreq));
+            CHECK_RC(plait_irecv(four, 4, PLAIT_BYTE, 0, 8, plait_comm_world(), &two[0]));
+            CHECK_RC(plait_irecv(kept, 64, PLAIT_BYTE, silent, 7, plait_comm_world(), &two[1]));
+            /* the timeout wins over reqs[0]'s truncation: reqs[1] is still posted */
+            CHECK_RC_IS(plait_waitall(2, two, NULL), PLAIT_ERR_TIMEOUT);
+            CHECK(two[0] == NULL && two[1] != NULL, "requests %p %p: the truncated one is freed, "
+                  "the timed-out one stays", (void *)two[0], (void *)two[1]);
+            CHECK(strstr(plait_last_error(), "reqs[1]") != NULL, "plait_last_error() \"%s\" does "
+                  "not name reqs[1]", plait_last_error());
+            CHECK_RC(plait_wait(&sreq, NULL));
+            req = two[1];
+        }
     }
     t_case = "ibarrier polled while rank 0 times out";
     ibarrier_poll();
