@@ -38,6 +38,8 @@ int plait_finalize(void)
     brc = pcoll_barrier_locked(s, s->world, "plait_finalize", PPT_TAG_FINALIZE);
     if (brc == PLAIT_OK)
         brc = ppt_quiesce_locked(s, s->cfg.timeout_s > 0 ? s->cfg.timeout_s : 30);
+    if (brc == PLAIT_OK)   /* every rank's sends are in by now */
+        ppt_report_unreceived_locked(s);
     pthread_mutex_unlock(&s->lock);
     rc = ppt_fini();
     pcoll_pool_drain();

@@ -265,6 +265,9 @@ int  ppt_comm_create(ppt_state_t *s, uint64_t ctx, int rank, int size, int *worl
 uint64_t ppt_ctx_derive(uint64_t parent, uint64_t seq, uint64_t color);
 ppt_mq_t *ppt_mq_lookup(ppt_state_t *s, uint64_t ctx, int create);
 void ppt_comm_destroy_all(ppt_state_t *s);
+/* Warns of messages that arrived on a user's communicator and were never
+ * received (finalize drops them): a send without its receive shows. */
+void ppt_report_unreceived_locked(ppt_state_t *s);
 /* Releases every freed communicator no request refers to any more. */
 void ppt_comm_sweep_locked(ppt_state_t *s);
 

@@ -9,7 +9,9 @@
  * plait_dtype_size and plait_version.
  * With --stale it only checks that using a copy of a freed communicator handle
  * fails with PLAIT_ERR_STATE or PLAIT_ERR_ARG (kept apart: a library that does
- * not detect it may crash).
+ * not detect it may crash). With --unreceived rank 0 sends three 100-byte
+ * messages (tag 9) that the last rank never receives; finalize still returns
+ * PLAIT_OK and the last rank warns of them (t-pt2pt.sh checks the words).
  */
 #include "common.h"
 
@@ -295,11 +297,21 @@ static void stale_handle(void)
 int main(int argc, char **argv)
 {
     int stale = argc > 1 && strcmp(argv[1], "--stale") == 0;
+    int unreceived = argc > 1 && strcmp(argv[1], "--unreceived") == 0;
     const char *s = getenv("PLAIT_TEST_SEED");
     if (s && *s) t_seed = strtoull(s, NULL, 0);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (!stale) before_init();
+    if (!stale && !unreceived) before_init();
     t_init(&rank, &size);
+    if (unreceived) {
+        char msg[100] = {0};
+        t_case = "sends nobody receives";
+        for (int i = 0; i < 3 && rank == 0 && size > 1; i++)
+            CHECK_RC(plait_send(msg, sizeof msg, PLAIT_BYTE, size - 1, 9, plait_comm_world()));
+        t_finalize();
+        if (rank == 0) printf("pt2pt_errors --unreceived: %d ranks ok\n", size);
+        return 0;
+    }
     if (stale) {
         stale_handle();
     } else {

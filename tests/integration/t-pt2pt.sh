@@ -139,6 +139,15 @@ else
     job "pt2pt_errors --stale (use of a freed communicator) -n 2" 2 "$BIN/pt2pt_errors" --stale
 fi
 
+# Messages nobody received: finalize succeeds and the receiver says so.
+launcher 3
+run 30 "${L[@]}" "$BIN/pt2pt_errors" --unreceived
+if [ "$rc" = 0 ] && grep -q "3 messages sent to this rank on communicator world were never received (the first: 100 bytes from rank 0, tag 9)" "$out"; then
+    pass "finalize warns of 3 messages nobody received (-n 3)"
+else
+    fail "finalize warns of 3 messages nobody received (-n 3)" "exit $rc"
+fi
+
 # The same traffic through the library's other shared-memory paths: no
 # single-copy (CMA), and a tiny eager limit with 2-slot rings (rendezvous and
 # ring-full back-pressure everywhere). Run only where plait_info lists the
