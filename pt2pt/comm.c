@@ -171,13 +171,14 @@ void ppt_report_unreceived_locked(ppt_state_t *s)
     for (plait_comm_t c = s->all_comms; c; c = c->all_next) {
         const ppt_umsg_t *first = c->magic == PPT_COMM_MAGIC && c->mq ? c->mq->unexp_head : NULL;
         size_t n = 0;
+        char cl[160];
         for (const ppt_umsg_t *u = first; u; u = u->next)
             n++;
         if (n)
             prt_log(PRT_LOG_WARN, "plait_finalize: %zu message%s sent to this rank on "
                     "communicator %s %s never received (the first: %zu bytes from rank %d, "
-                    "tag %d); dropped", n, n == 1 ? "" : "s", c->name, n == 1 ? "was" : "were",
-                    first->len, first->src, first->tag);
+                    "tag %d); dropped", n, n == 1 ? "" : "s", ppt_comm_label(c, cl, sizeof cl),
+                    n == 1 ? "was" : "were", first->len, first->src, first->tag);
     }
 }
 

@@ -268,6 +268,8 @@ void ppt_comm_destroy_all(ppt_state_t *s);
 /* Warns of messages that arrived on a user's communicator and were never
  * received (finalize drops them): a send without its receive shows. */
 void ppt_report_unreceived_locked(ppt_state_t *s);
+/* "world (N ranks)", or a derived communicator's id, size and first members. */
+const char *ppt_comm_label(plait_comm_t c, char *buf, size_t len);
 /* Releases every freed communicator no request refers to any more. */
 void ppt_comm_sweep_locked(ppt_state_t *s);
 

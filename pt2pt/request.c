@@ -109,7 +109,7 @@ int ppt_progress_locked(ppt_state_t *s)
 
 /* "world" and its size, or the communicator's id, size and first members
  * by world rank (the id alone tells a user nothing about which it is). */
-static const char *comm_label(plait_comm_t c, char *buf, size_t len)
+const char *ppt_comm_label(plait_comm_t c, char *buf, size_t len)
 {
     ppt_state_t *s = ppt_get();
     size_t at;
@@ -141,7 +141,7 @@ static int req_of_collective(plait_request_t r)
 static void wait_describe(plait_request_t r, char *out, size_t len)
 {
     char cb[112], pb[32], tb[32];
-    const char *cl = comm_label(r->comm, cb, sizeof cb);
+    const char *cl = ppt_comm_label(r->comm, cb, sizeof cb);
     snprintf(pb, sizeof pb, r->peer == PLAIT_ANY_SOURCE ? "any rank" : "rank %d", r->peer);
     snprintf(tb, sizeof tb, r->tag == PLAIT_ANY_TAG ? "any tag" : "tag %d", r->tag);
     if (req_of_collective(r))

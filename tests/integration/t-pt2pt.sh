@@ -142,7 +142,7 @@ fi
 # Messages nobody received: finalize succeeds and the receiver says so.
 launcher 3
 run 30 "${L[@]}" "$BIN/pt2pt_errors" --unreceived
-if [ "$rc" = 0 ] && grep -q "3 messages sent to this rank on communicator world were never received (the first: 100 bytes from rank 0, tag 9)" "$out"; then
+if [ "$rc" = 0 ] && grep -q "3 messages sent to this rank on communicator world (3 ranks) were never received (the first: 100 bytes from rank 0, tag 9)" "$out"; then
     pass "finalize warns of 3 messages nobody received (-n 3)"
 else
     fail "finalize warns of 3 messages nobody received (-n 3)" "exit $rc"
