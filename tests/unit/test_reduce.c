@@ -3,7 +3,8 @@
  * operator, on random bit patterns mixed with special values (NaNs with
  * payloads, infinities, signed zeros, subnormals, rounding ties), at every
  * length up to a few vectors past the widest (the tails), from unaligned
- * addresses and in place; plus hand-computed bfloat16 and float16 roundings.
+ * addresses and in place, and the same for AVG's division of the 16-bit
+ * floats; plus hand-computed bfloat16 and float16 roundings.
  * The seed is printed; PLAIT_TEST_SEED overrides it. */
 #include "config.h"
 
@@ -85,11 +86,34 @@ static int family_check(int pref, uint64_t seed0)
             }
         }
     }
+    for (int t = 0; t < 2; t++) {   /* AVG's division of the 16-bit floats */
+        plait_dtype_t dt = t ? PLAIT_BFLOAT16 : PLAIT_FLOAT16;
+        uint64_t seed = seed0 + 1000 + (uint64_t)t;
+        for (size_t n = 0; n <= MAXN; n = n < 80 ? n + 1 : n * 2 + 1) {
+            int div = 1 + (int)(n % 9);
+            fill(a, n + 1, 2, &seed);
+            memcpy(want, a, (n + 1) * 2);
+            memcpy(got, a, (n + 1) * 2);
+            pcoll_reduce_pick(1);
+            pcoll_scale(want + 2, n, dt, div);
+            pcoll_reduce_pick(pref);
+            pcoll_scale(got + 2, n, dt, div);
+            if (memcmp(got, want, (n + 1) * 2) != 0 && bad++ < 5)
+                tap_diag("scale type %d n %zu by %d: differs from scalar", (int)dt, n, div);
+        }
+    }
     free(a);
     free(b);
     free(want);
     free(got);
     return bad;
+}
+
+/* x / div of one 16-bit element in the current family. */
+static uint16_t scale16(plait_dtype_t dt, uint16_t x, int div)
+{
+    pcoll_scale(&x, 1, dt, div);
+    return x;
 }
 
 /* a op b of one 16-bit element in the current family. */
@@ -128,10 +152,16 @@ int main(void)
                one16(PLAIT_FLOAT16, PLAIT_SUM, 0x3c00, 0x1400) == 0x3c01 &&
                one16(PLAIT_FLOAT16, PLAIT_SUM, 0x7bff, 0x7bff) == 0x7c00,
                "%s: float16 sums round to nearest-even, overflow to inf", got);
+        TAP_OK(scale16(PLAIT_FLOAT16, 0x3c00, 3) == 0x3555 &&
+               scale16(PLAIT_BFLOAT16, 0x3f80, 3) == 0x3eab &&
+               scale16(PLAIT_BFLOAT16, 0x7f81, 2) == 0x7fc1,
+               "%s: AVG's division of float16 and bfloat16 rounds to nearest-even, "
+               "a NaN stays NaN", got);
         if (pref > 1) {
             int bad = family_check(pref, seed);
-            TAP_OK(bad == 0, "%s gives the scalar kernels' bits: every type x op, lengths "
-                   "0-%d, unaligned, in place (%d cases differ)", got, MAXN, bad);
+            TAP_OK(bad == 0, "%s gives the scalar kernels' bits: every type x op and AVG's "
+                   "division, lengths 0-%d, unaligned, in place (%d cases differ)", got, MAXN,
+                   bad);
         }
     }
     return tap_done();
