@@ -7,7 +7,8 @@
  * the best the CPU supports (__builtin_cpu_supports), or the one
  * PLAIT_REDUCE_ISA names. float16 uses explicit F16C / AVX-512 conversions in
  * the vector families and an exact software conversion in the baseline;
- * bfloat16 converts with integer code that vectorises as it is. Every family
+ * bfloat16 converts with the same integer rule everywhere (explicit vectors
+ * in the AVX2 / AVX-512 families, BF16_LOOP). Every family
  * computes bitwise the same result: integer ops wrap (two's complement),
  * float ops are IEEE single/double in the same order (a sum or product of
  * two NaNs gives the left one, NAN_LEFT, whatever the operand order the
@@ -226,7 +227,7 @@ static void red_scalar(void *dst, const void *a, const void *b, size_t n, plait_
 /* The 16-bit kernels: VEC16 runs LOOPX(EXPR) over the whole vectors of W
  * elements (pa, pb, pd, m in scope; x op y -> EXPR), the operator chosen once
  * per pass, not per vector (inside the loop the switch kept both 16-bit
- * kernels at a third of float32's speed); the tail of n % W elements goes
+ * kernels at a third of float32's speed on AVX2); the tail of n % W elements goes
  * through the same vector code in a second pass over zero-padded copies. */
 #define VEC16(W, LOOPX, ADD, MUL, MIN, MAX, NANA)                              \
     do {                                                                       \
