@@ -294,8 +294,8 @@ __attribute__((target("avx2"))) static inline __m256i bf16_round256(__m256 f)
     return _mm256_blendv_epi8(r, _mm256_or_si256(top, _mm256_set1_epi32(0x40)), nan);
 }
 
-#define BF16_TARGET512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
-BF16_TARGET512 static inline __m512i bf16_round512(__m512 f)
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) static inline __m512i
+bf16_round512(__m512 f)
 {
     __m512i x = _mm512_castps_si512(f), top = _mm512_srli_epi32(x, 16), r;
     __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);

@@ -264,15 +264,24 @@ static int pt_check(const char *fn, const void *buf, size_t count, plait_dtype_t
     return PLAIT_OK;
 }
 
-/* A blocking send that timed out waits for its receiver to answer the
- * withdrawal (pt2pt/proto.c send_withdraw) before it returns: the message
- * says so, or "timed out after 3.0 s" would stand for a call of 5 s. */
-static void pt_note_withdrawal(int rc, plait_request_t req, double waited)
+/* A blocking call whose wait failed (rc): withdraws its request. PLAIT_OK
+ * if the peer took the send meanwhile, else rc. A send waits for its
+ * receiver to answer the withdrawal (pt2pt/proto.c send_withdraw): when that
+ * took long the message says so, or "timed out after 3.0 s" would stand for
+ * a call of 5 s. Only failed calls come here: no clock on the fast path. */
+static int pt_withdraw(ppt_state_t *s, plait_request_t req, int rc)
 {
+    uint64_t t0 = prt_now_ns(), waited;
     char text[600];
-    snprintf(text, sizeof text, "%s", prt_err_text());
-    prt_err(rc, "%s; then %.1f s for rank %d to answer the send's withdrawal", text, waited,
-            req->peer);
+    if (ppt_cancel_locked(s, req))
+        return PLAIT_OK;
+    waited = prt_now_ns() - t0;
+    if (waited > 500000000u) {
+        snprintf(text, sizeof text, "%s", prt_err_text());
+        prt_err(rc, "%s; then %.1f s for rank %d to answer the send's withdrawal", text,
+                (double)waited * 1e-9, req->peer);
+    }
+    return rc;
 }
 
 /* Starts a send or receive. A blocking one (internal) passes its own storage
@@ -294,13 +303,9 @@ static int pt_start(const char *fn, void *buf, size_t count, plait_dtype_t dt, i
     rc = recv ? ppt_irecv_locked(s, comm, comm->mq, buf, bytes, peer, tag, req)
               : ppt_isend_locked(s, comm, comm->mq, buf, bytes, peer, tag, req);
     if (rc == PLAIT_OK && internal) {
-        uint64_t t0;
         rc = ppt_wait_locked(s, *req, fn);
-        t0 = prt_now_ns();
-        if (ppt_cancel_locked(s, *req))   /* no-op unless it failed to complete */
-            rc = PLAIT_OK;                /* a send the peer took meanwhile */
-        else if (rc != PLAIT_OK && prt_now_ns() - t0 > 500000000u)
-            pt_note_withdrawal(rc, *req, (double)(prt_now_ns() - t0) * 1e-9);
+        if (rc != PLAIT_OK)               /* (a completed request needs no withdrawal) */
+            rc = pt_withdraw(s, *req, rc);
         ppt_req_free(*req);           /* the caller's storage: only its status is read */
     }
     pthread_mutex_unlock(&s->lock);

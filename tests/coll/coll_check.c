@@ -949,8 +949,8 @@ static void errors(ctx_t *x)
  * then a barrier: some ranks may return at once (OK), others time out, and
  * the traffic left behind (the shared area's setup among it) must not pair
  * with finalize's: main checks finalize returns OK everywhere. It returned
- * PLAIT_ERR_ARG (a truncation) on one rank and PLAIT_ERR_PEER on the others
- * in 2 of 3 runs while finalize took the next collective tag. */
+ * PLAIT_ERR_ARG (a truncation) on one rank in 3 of 3 runs (3 ranks) while
+ * finalize took the next collective tag. */
 static void root_mismatch(ctx_t *x)
 {
     size_t n = (size_t)1 << 20;
