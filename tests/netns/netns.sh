@@ -6,6 +6,9 @@
 #   netns.sh exec PREFIX HOST CMD...   # runs CMD in host HOST (h1, h2, ...)
 #   netns.sh check             # exit 0 when namespaces can be made here
 #
+# NETNS_MTU=BYTES sets the MTU of every link and the bridge (default: the
+# kernel's, 1500), e.g. 9000 for a jumbo-frame fabric.
+#
 # Layout: a switch namespace PREFIX-sw holds a bridge; host hI has one veth
 # link "eth0" to it with address 198.18.0.I/24 (198.18.0.0/15 is the
 # benchmarking range: these addresses exist only inside the namespaces) and
@@ -26,9 +29,12 @@ tag() { printf '%s' "$1" | cksum | awk '{ printf "%x", $1 % 1048576 }'; }
 up() {
     local pfx=$1 n=$2 t i
     [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 250 ] || die "bad host count '$n'"
+    [[ ${NETNS_MTU:-1500} =~ ^[0-9]+$ ]] && [ "${NETNS_MTU:-1500}" -ge 1280 ] &&
+        [ "${NETNS_MTU:-1500}" -le 65535 ] || die "NETNS_MTU must be 1280..65535, not '$NETNS_MTU'"
     t=$(tag "$pfx")
     ip netns add "$pfx-sw"
     ip -n "$pfx-sw" link add br0 type bridge
+    [ -z "${NETNS_MTU:-}" ] || ip -n "$pfx-sw" link set br0 mtu "$NETNS_MTU"
     ip -n "$pfx-sw" link set br0 up
     ip -n "$pfx-sw" link set lo up
     for i in $(seq 1 "$n"); do
@@ -37,6 +43,10 @@ up() {
         ip link set "v${t}h$i" netns "$pfx-h$i"
         ip link set "v${t}s$i" netns "$pfx-sw"
         ip -n "$pfx-h$i" link set "v${t}h$i" name eth0
+        if [ -n "${NETNS_MTU:-}" ]; then
+            ip -n "$pfx-h$i" link set eth0 mtu "$NETNS_MTU"
+            ip -n "$pfx-sw" link set "v${t}s$i" mtu "$NETNS_MTU"
+        fi
         ip -n "$pfx-h$i" addr add "198.18.0.$i/24" dev eth0
         ip -n "$pfx-h$i" link set eth0 up
         ip -n "$pfx-h$i" link set lo up

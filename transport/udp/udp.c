@@ -109,6 +109,7 @@
 #define UDP_SEND_RX_NS 50000                /* a sender reads its ACKs at least this often */
 #define UDP_ACK_BYTES (256u << 10)          /* a receive pass ACKs at least this often */
 #define UDP_TX_BUDGET (4 * UDP_BATCH)       /* packets per peer per pass: then the others run */
+#define UDP_BATCH_BYTES (96u << 10)         /* payload one transmit batch takes: udp_tx_fill */
 #define UDP_RX_BYTES  (256u << 10)          /* bytes one recvmmsg should take: udp_rx_vlen */
 #define UDP_RX_SHARED 4                     /* most datagrams per recvmmsg while two threads
                                              * may read the socket (udp_rx_help) and GRO
@@ -847,6 +848,29 @@ static int udp_owed(udp_engine_t *g, int r)
     return found;
 }
 
+/* Takes peer p's next packets into batch b: up to UDP_BATCH of them, and
+ * while a bulk transfer is under way (bulk_hint: two threads may send it),
+ * up to UDP_BATCH_BYTES of payload. The byte cap is for large datagrams: at
+ * a 9000-byte MTU, 64 packets are 570 KB, so the thread that filled the
+ * first batch of a 256 KiB message took all of it (ten chunks, ten
+ * sendmmsg calls on ten paths, one after another) and the engine thread,
+ * kicked to send beside it (udp_tx_help), found nothing left: it sent no
+ * packet of such a message in a 2 x 1 ping-pong between namespace hosts.
+ * Without bulk nobody helps, and a capped batch only splits a message into
+ * more passes. At 1500 bytes the packet count binds first (64 x 1420 = 91
+ * KB), as before. Returns the packets taken. Caller holds the peer's lock. */
+static int udp_tx_fill(udp_peer_t *p, udp_txb_t *b, uint64_t now)
+{
+    size_t bytes = 0, cap = atomic_load_explicit(&p->bulk_hint, memory_order_relaxed)
+                               ? UDP_BATCH_BYTES : SIZE_MAX;
+    b->n = 0;
+    while (b->n < UDP_BATCH && bytes < cap && pp_tx_next(&p->conn, now, &b->out[b->n])) {
+        bytes += b->out[b->n].len + b->out[b->n].len2;
+        b->n++;
+    }
+    return b->n;
+}
+
 /* Timers and transmission for one peer, from scratch b: g's under
  * g->drive, or (g NULL) the engine thread's own while it helps a caller
  * (udp_tx_help). The packets go to the kernel with the peer unlocked and
@@ -862,10 +886,7 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
     if (pp_poll(&p->conn, now))
         wake = 1;   /* failed: let blocked callers see it */
     while (sent < budget) {
-        b->n = 0;
-        while (b->n < UDP_BATCH && pp_tx_next(&p->conn, now, &b->out[b->n]))
-            b->n++;
-        if (b->n == 0)
+        if (udp_tx_fill(p, b, now) == 0)
             break;
         pp_tx_pin(&p->conn, b->out, b->n);
         pthread_mutex_unlock(&p->lock);
