@@ -6,7 +6,8 @@
  *  size     bytes of the whole operation as nccl-tests counts them: the vector
  *           for allreduce, bcast, reduce; all n blocks for allgather,
  *           reduce_scatter, alltoall(v), gather, scatter (so the per-rank
- *           block is size / n, rounded down to whole elements).
+ *           block is size / n, rounded down to whole 16-byte units as
+ *           nccl-tests does).
  *  time     after `warmup` untimed calls and a barrier, `iters` calls back to
  *           back are timed; the time per call is averaged over the ranks.
  *  algbw    size / time (GB/s, 10^9 bytes per second).
@@ -16,10 +17,13 @@
  *           carries, comparable across rank counts.
  *  #wrong   with -c: the calls are repeated on fresh inputs (small integers,
  *           exact in every type) into poisoned outputs and every element is
- *           compared with the value computed locally; summed over ranks.
+ *           compared with the value computed locally; summed over ranks,
+ *           for the first of the -c checks that finds any (nccl-tests).
  *
  * Out-of-place and in-place calls are measured for every size (columns as in
- * nccl-tests); the footer gives the total of wrong values and the mean busbw.
+ * nccl-tests); the footer gives, as nccl-tests' does, the number of failed
+ * checks (one per size, placement and rank that saw wrong values: "Out of
+ * bounds values") and the mean busbw.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -71,24 +75,33 @@ void ptool_coll_usage(FILE *out, const char *prog)
         "\n"
         "  -b, --minbytes SIZE   smallest size (default 8)\n"
         "  -e, --maxbytes SIZE   largest size (default 64M)\n"
-        "  -f, --stepfactor N    multiply the size by N each step (default 2)\n"
-        "  -i, --stepbytes SIZE  add SIZE each step instead (with -f 0 or alone)\n"
+        "  -f, --stepfactor N    multiply the size by N each step (default 2; 0 or 1: add -i)\n"
+        "  -i, --stepbytes SIZE  add SIZE each step instead (alone, or with -f 0 or 1)\n"
         "  -d, --datatype TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float\n"
-        "                        double (default float)\n"
-        "  -o, --op OP           sum prod max min avg (default sum; avg: floating types)\n"
-        "  -r, --root N          root of bcast, reduce, gather, scatter (default 0)\n"
+        "                        double, or all (default float)\n"
+        "  -o, --op OP           sum prod max min avg, or all (default sum; avg: floating\n"
+        "                        types, N/A for integer types under all)\n"
+        "  -r, --root N          root of bcast, reduce, gather, scatter (default 0; -1: every\n"
+        "                        rank in turn)\n"
         "  -n, --iters N         timed iterations per size (default 20)\n"
         "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
-        "  -c, --check N         verify results N times per size (default 0: off)\n"
+        "  -N, --run_cycles N    sweep the sizes N times (default 1; 0: forever)\n"
+        "  -c, --check N         verify results up to N times per size, stopping at the\n"
+        "                        first that finds wrong values (default 0: off)\n"
         "  -a, --algo NAME       force an algorithm by name (plait: a value of\n"
         "                        PLAIT_<COLL>_ALGO, listed by plait_info --algorithms)\n"
         "  -I, --inplace N       0: out-of-place only, 1: in-place only, 2: both (default)\n"
         "  -H, --hash            print a hash of every rank's results per size (on the\n"
         "                        check inputs), to compare libraries\n"
-        "  -J, --json FILE       also write the results as JSON to FILE\n"
+        "  -J, --json FILE       also write the results as JSON to FILE (this benchmark's\n"
+        "                        own layout; --output_file is a synonym)\n"
         "  -h, --help            this text\n"
         "SIZE takes a K, M or G suffix (powers of 1024). size is the nccl-tests size:\n"
-        "all n blocks for allgather, reduce_scatter, alltoall(v), gather, scatter.\n",
+        "all n blocks for allgather, reduce_scatter, alltoall(v), gather, scatter, whose\n"
+        "per-rank block is cut to whole 16-byte units as nccl-tests does.\n"
+        "nccl-tests' -t -g -m -p -z -y -T -G -C -S -R -x -D -V -M -u -K, --average and\n"
+        "--per_iter_timing are accepted with their neutral value only (-g 1, -G 0, ...).\n"
+        "Unlike nccl-tests, -a names an algorithm and -I selects in-place calls.\n",
         prog);
 }
 
@@ -133,7 +146,8 @@ static void ptool_names_cat(char *buf, size_t cap, const char *const *names, int
 
 /* "unknown WHAT 'arg' (the valid names[; or more])", from the tables. */
 static int ptool_unknown(FILE *err, const char *prog, const char *what, const char *arg,
-                         const char *const *names, int n, const char *const *more, int nmore)
+                         const char *const *names, int n, const char *const *more, int nmore,
+                         const char *tail)
 {
     char fmt[512];
     snprintf(fmt, sizeof fmt, "unknown %s '%%s' (", what);
@@ -142,8 +156,70 @@ static int ptool_unknown(FILE *err, const char *prog, const char *what, const ch
         snprintf(fmt + strlen(fmt), sizeof fmt - strlen(fmt), "; or ");
         ptool_names_cat(fmt, sizeof fmt, more, nmore);
     }
-    snprintf(fmt + strlen(fmt), sizeof fmt - strlen(fmt), ")");
+    snprintf(fmt + strlen(fmt), sizeof fmt - strlen(fmt), ")%s", tail ? tail : "");
     return ptool_perr(err, prog, fmt, arg);
+}
+
+/*
+ * nccl-tests options this benchmark has no use for (threads, GPUs, CUDA
+ * streams and graphs, buffer registration...). A script written for
+ * nccl-tests may pass them with their neutral value, which is accepted and
+ * changes nothing; any other value is refused with the option named, rather
+ * than the "unknown option" it used to get. --average and --per_iter_timing
+ * are long-only here: their short letters -a and -I mean something else in
+ * this benchmark (algorithm, in-place selection).
+ */
+enum { PTOOL_OPT_AVERAGE = 1000, PTOOL_OPT_PER_ITER };
+
+typedef struct {
+    int         c;          /* getopt code */
+    const char *name;       /* nccl-tests' long name */
+    long        neutral;    /* the value that asks for nothing */
+    const char *why;
+} ptool_nccl_only_t;
+
+static const ptool_nccl_only_t ptool_nccl_only_opts[] = {
+    {'t', "nthreads", 1, "one rank per process: start more ranks with the launcher"},
+    {'g', "ngpus", 1, "one rank per process: start more ranks with the launcher"},
+    {'m', "agg_iters", 1, "calls are not aggregated into groups"},
+    {'p', "parallel_init", 0, "one thread per process"},
+    {'z', "blocking", 0, "the calls block until done; barrier modes are not implemented"},
+    {'y', "stream_null", 0, "CUDA streams: GPU only"},
+    {'T', "timeout", 0, "use the library's timeout setting (plait: PLAIT_TIMEOUT)"},
+    {'G', "cudagraph", 0, "CUDA graphs: GPU only"},
+    {'C', "report_cputime", 0, "the time column is host time already"},
+    {'S', "report_timestamps", 0, "not implemented"},
+    {'R', "local_register", 0, "buffer registration: GPU only"},
+    {'x', "cta_policy", -1, "CTA policy: GPU only"},
+    {'D', "device_implementation", 0, "GPU only"},
+    {'V', "device_cta_count", 16, "GPU only"},
+    {'M', "memory", 0, "GPU memory report: GPU only"},
+    {'u', "unalign", 0, "not implemented"},
+    {'K', "per_iter_skip", 0, "per-iteration timing is not implemented"},
+    {PTOOL_OPT_AVERAGE, "average", 1, "only the mean over ranks (1) is reported"},
+    {PTOOL_OPT_PER_ITER, "per_iter_timing", 0, "not implemented"},
+};
+#define PTOOL_N_NCCL_ONLY (sizeof ptool_nccl_only_opts / sizeof ptool_nccl_only_opts[0])
+
+static int ptool_nccl_only(int c, const char *arg, const char *prog, FILE *err)
+{
+    for (size_t i = 0; i < PTOOL_N_NCCL_ONLY; i++) {
+        const ptool_nccl_only_t *q = &ptool_nccl_only_opts[i];
+        long v;
+        char fmt[320], flag[40];
+        if (q->c != c)
+            continue;
+        if (ptool_parse_long(arg, -1000000, 1000000000L, &v) == 0 && v == q->neutral)
+            return PTOOL_COLL_RUN;
+        if (c < 256)
+            snprintf(flag, sizeof flag, "-%c", c);
+        else
+            snprintf(flag, sizeof flag, "--%s", q->name);
+        snprintf(fmt, sizeof fmt, "%s '%%s': nccl-tests' --%s is not supported here (%s); "
+                 "only %s %ld is accepted", flag, q->name, q->why, flag, q->neutral);
+        return ptool_perr(err, prog, fmt, arg);
+    }
+    return PTOOL_COLL_ERROR;
 }
 
 static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const char *prog,
@@ -156,26 +232,36 @@ static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const c
         size_t *dst = c == 'b' ? &o->min_bytes : c == 'e' ? &o->max_bytes : &o->step_bytes;
         if (ptool_parse_size(arg, PTOOL_SIZE_LIMIT, dst) != 0)
             return ptool_perr(err, prog, "invalid size '%s' (0 .. 4G, suffix K/M/G)", arg);
-        if (c == 'i')
-            o->step_factor = 0;
-        return PTOOL_COLL_RUN;
+        return PTOOL_COLL_RUN;   /* -i alone selects adding: ptool_coll_parse */
     }
     case 'f':
-        if (ptool_parse_long(arg, 0, 1024, &v) != 0 || v == 1)
-            return ptool_perr(err, prog, "invalid --stepfactor '%s' (2 .. 1024, 0 for -i)", arg);
-        o->step_factor = (int)v;
+        /* as in nccl-tests, a factor of 0 or 1 means "add -i bytes" */
+        if (ptool_parse_long(arg, 0, 1024, &v) != 0)
+            return ptool_perr(err, prog, "invalid --stepfactor '%s' (2 .. 1024; 0 or 1: add -i)",
+                              arg);
+        o->step_factor = v > 1 ? (int)v : 0;
         return PTOOL_COLL_RUN;
     case 'd':
+        if (strcmp(arg, "all") == 0) {    /* nccl-tests: every type in turn */
+            o->dtype = -1;
+            return PTOOL_COLL_RUN;
+        }
         if (ptool_parse_type(arg, &o->dtype) != 0)
             return ptool_unknown(err, prog, "datatype", arg, ptool_type_names, PTOOL_T_N,
-                                 ptool_type_alias, PTOOL_NALIAS);
+                                 ptool_type_alias, PTOOL_NALIAS, ", or all");
         return PTOOL_COLL_RUN;
     case 'o':
+        if (strcmp(arg, "all") == 0) {    /* nccl-tests: every operator in turn */
+            o->op = -1;
+            return PTOOL_COLL_RUN;
+        }
         if ((o->op = ptool_lookup(arg, ptool_op_names, PTOOL_O_N)) < 0)
-            return ptool_unknown(err, prog, "op", arg, ptool_op_names, PTOOL_O_N, NULL, 0);
+            return ptool_unknown(err, prog, "op", arg, ptool_op_names, PTOOL_O_N, NULL, 0,
+                                 ", or all (nccl-tests' mulsum is not offered)");
         return PTOOL_COLL_RUN;
-    case 'r': case 'n': case 'w': case 'c': case 'I': {
-        long lo = c == 'n' ? 1 : 0, hi = c == 'I' ? 2 : 100000000L;
+    case 'r': case 'n': case 'w': case 'c': case 'I': case 'N': {
+        /* -r -1: every rank as the root in turn (nccl-tests); -N 0: sweep forever */
+        long lo = c == 'n' ? 1 : c == 'r' ? -1 : 0, hi = c == 'I' ? 2 : 100000000L;
         if (ptool_parse_long(arg, lo, hi, &v) != 0) {
             char fmt[80];   /* name the flag and its range */
             snprintf(fmt, sizeof fmt, "-%c '%%s': expected a whole number from %ld to %ld", c,
@@ -186,6 +272,7 @@ static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const c
         else if (c == 'n') o->iters = v;
         else if (c == 'w') o->warmup = v;
         else if (c == 'c') o->check = (int)v;
+        else if (c == 'N') o->run_cycles = v;
         else o->inplace = (int)v;
         return PTOOL_COLL_RUN;
     }
@@ -193,7 +280,7 @@ static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const c
     case 'H': o->hash = 1; return PTOOL_COLL_RUN;
     case 'J': o->json_path = arg; return PTOOL_COLL_RUN;
     case 'h': return PTOOL_COLL_HELP;
-    default:  return PTOOL_COLL_ERROR;
+    default:  return ptool_nccl_only(c, arg, prog, err);
     }
 }
 
@@ -207,8 +294,28 @@ int ptool_coll_parse(int argc, char **argv, ptool_coll_opts_t *o, const char *pr
         {"warmup_iters", required_argument, NULL, 'w'}, {"check", required_argument, NULL, 'c'},
         {"algo", required_argument, NULL, 'a'}, {"inplace", required_argument, NULL, 'I'},
         {"hash", no_argument, NULL, 'H'}, {"json", required_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    int c, rc;
+        {"help", no_argument, NULL, 'h'}, {"run_cycles", required_argument, NULL, 'N'},
+        /* nccl-tests' name of -J */
+        {"output_file", required_argument, NULL, 'J'},
+        /* nccl-tests options accepted only with their neutral value */
+        {"nthreads", required_argument, NULL, 't'}, {"ngpus", required_argument, NULL, 'g'},
+        {"agg_iters", required_argument, NULL, 'm'},
+        {"parallel_init", required_argument, NULL, 'p'},
+        {"blocking", required_argument, NULL, 'z'},
+        {"stream_null", required_argument, NULL, 'y'},
+        {"timeout", required_argument, NULL, 'T'}, {"cudagraph", required_argument, NULL, 'G'},
+        {"report_cputime", required_argument, NULL, 'C'},
+        {"report_timestamps", required_argument, NULL, 'S'},
+        {"local_register", required_argument, NULL, 'R'},
+        {"cta_policy", required_argument, NULL, 'x'},
+        {"device_implementation", required_argument, NULL, 'D'},
+        {"device_cta_count", required_argument, NULL, 'V'},
+        {"memory", required_argument, NULL, 'M'}, {"unalign", required_argument, NULL, 'u'},
+        {"per_iter_skip", required_argument, NULL, 'K'},
+        {"average", required_argument, NULL, PTOOL_OPT_AVERAGE},
+        {"per_iter_timing", required_argument, NULL, PTOOL_OPT_PER_ITER},
+        {NULL, 0, NULL, 0}};
+    int c, rc, f_given = 0, i_given = 0;
 
     memset(o, 0, sizeof *o);
     o->coll = -1;
@@ -219,29 +326,39 @@ int ptool_coll_parse(int argc, char **argv, ptool_coll_opts_t *o, const char *pr
     o->dtype = PTOOL_T_FLOAT;
     o->iters = 20;
     o->warmup = 5;
+    o->run_cycles = 1;
     o->inplace = 2;
     o->prog = prog;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":b:e:f:i:d:o:r:n:w:c:a:I:HJ:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":b:e:f:i:d:o:r:n:w:c:a:I:HJ:hN:t:g:m:p:z:y:T:G:C:S:R:"
+                            "x:D:V:M:u:K:", longs, NULL)) != -1) {
         if (c == '?' || c == ':')
             return ptool_perr(err, prog, c == '?' ? "unknown option '%s'" :
                               "option '%s' needs a value", argv[optind - 1]);
         if ((rc = ptool_parse_opt(c, optarg, o, prog, err)) != PTOOL_COLL_RUN)
             return rc;
+        f_given |= c == 'f';
+        i_given |= c == 'i';
     }
+    /* nccl-tests multiplies whenever the factor is above 1, whatever the
+     * order of -f and -i; -i without -f adds (this benchmark's factor
+     * defaults to 2, nccl-tests' to 1) */
+    if (i_given && !f_given)
+        o->step_factor = 0;
     if (optind >= argc)
         return ptool_perr(err, prog, "%s", "which collective? (e.g. allreduce)");
     if ((o->coll = ptool_lookup(argv[optind], ptool_coll_names, PTOOL_C_N)) < 0)
         return ptool_unknown(err, prog, "collective", argv[optind], ptool_coll_names, PTOOL_C_N,
-                             NULL, 0);
+                             NULL, 0, NULL);
     if (optind + 1 < argc)
         return ptool_perr(err, prog, "unexpected argument '%s'", argv[optind + 1]);
     if (o->min_bytes > o->max_bytes)
         return ptool_perr(err, prog, "%s", "-b is larger than -e");
     if (o->step_factor == 0 && o->step_bytes == 0)
         return ptool_perr(err, prog, "%s", "-i 0 would never reach -e");
-    if (o->op == PTOOL_O_AVG && ptool_is_reduction(o->coll) && !ptool_is_float(o->dtype))
+    if (o->op == PTOOL_O_AVG && ptool_is_reduction(o->coll) && o->dtype >= 0 &&
+        !ptool_is_float(o->dtype))
         return ptool_perr(err, prog, "-o avg needs a floating type (-d half, bfloat16, float "
                           "or double), not %s", ptool_coll_type_name(o->dtype));
     return PTOOL_COLL_RUN;
@@ -397,7 +514,8 @@ typedef struct {
     int     json_rows;
     double  bw_sum;
     int     bw_n;
-    double  wrong_total;
+    double  wrong_total;  /* nccl-tests' "Out of bounds values": tests (size x placement)
+                             that failed, counted once per rank that saw wrong values */
 } ptool_cctx_t;
 
 /* Blocks of `count` in the nccl-tests size of the collective. */
@@ -420,6 +538,12 @@ static void ptool_layout(ptool_cctx_t *c, size_t bytes)
 {
     int coll = c->o->coll, n = c->n;
     size_t nb = (size_t)ptool_nblocks(coll, n), cnt = bytes / (size_t)c->es / nb;
+    /* nccl-tests cuts the per-rank block of the n-block collectives down to
+     * whole 16-byte units (so 100 B of floats on 4 ranks is 4 per rank, 64 B),
+     * the vector collectives to whole elements only; the size and count
+     * columns must show the same numbers for the same -b/-e */
+    if (nb > 1)
+        cnt &= ~(size_t)(16 / c->es - 1);
     c->count = cnt;
     c->size = cnt * nb * (size_t)c->es;
     switch (coll) {
@@ -539,6 +663,7 @@ static uint64_t ptool_hash(const ptool_cctx_t *c, const ptool_coll_call_t *k)
 
 typedef struct {
     double time_us, algbw, busbw, wrong;    /* wrong < 0: not checked */
+    double bad_ranks;                       /* ranks that saw wrong values */
     double hash[4];
     int    unsupported;
 } ptool_cres_t;
@@ -547,11 +672,17 @@ static void ptool_measure(ptool_cctx_t *c, int ip, ptool_cres_t *res)
 {
     const ptool_coll_backend_t *be = c->be;
     ptool_coll_call_t k = ptool_call(c, ip);
-    double t0, t, wr = 0;
+    double t0, t, wr[2] = {0, 0};
     int rc;
 
     memset(res, 0, sizeof *res);
     res->wrong = -1;
+    /* avg of an integer type: only reached through -o all / -d all (the
+     * parser refuses the pair); N/A like a combination a library lacks */
+    if (k.op == PTOOL_O_AVG && ptool_is_reduction(k.coll) && !ptool_is_float(k.dtype)) {
+        res->unsupported = 1;
+        return;
+    }
     ptool_fill(c, &k);
     rc = be->run(&k);
     if (rc == PTOOL_UNSUPPORTED) {
@@ -569,7 +700,15 @@ static void ptool_measure(ptool_cctx_t *c, int ip, ptool_cres_t *res)
     for (int v = 0; v < c->o->check || (v == 0 && c->o->hash); v++) {
         ptool_fill(c, &k);
         PTOOL_CALL(be, be->run(&k), ptool_coll_name(k.coll));
-        wr += (double)ptool_count_wrong(c, &k);
+        if (!c->o->check)
+            continue;
+        /* as nccl-tests: #wrong is the count of the first check that found
+         * any (over all ranks), not a sum over the -c repetitions */
+        wr[0] = (double)ptool_count_wrong(c, &k);
+        wr[1] = wr[0] > 0;
+        PTOOL_CALL(be, be->sum_doubles(wr, 2), "wrong-value count");
+        if (wr[0] > 0)
+            break;
     }
     if (c->o->hash) {
         uint64_t h = ptool_hash(c, &k);
@@ -578,34 +717,43 @@ static void ptool_measure(ptool_cctx_t *c, int ip, ptool_cres_t *res)
         PTOOL_CALL(be, be->sum_doubles(res->hash, 4), "hash sum");
     }
     PTOOL_CALL(be, be->sum_doubles(&t, 1), "time average");
-    PTOOL_CALL(be, be->sum_doubles(&wr, 1), "wrong-value count");
     res->time_us = t / c->n * 1e6;
     res->algbw = res->time_us > 0 ? (double)c->size / res->time_us / 1e3 : 0;
     res->busbw = res->algbw * ptool_busbw_factor(k.coll, c->n);
-    if (c->o->check)
-        res->wrong = wr;
+    if (c->o->check) {
+        res->wrong = wr[0];
+        res->bad_ranks = wr[1];
+    }
 }
 
 /* ------------------------------------------------------------ output */
 
-static void ptool_time_str(double us, char *out, size_t len)
+/* v in a column of `width` characters the way nccl-tests fills its cells:
+ * two decimals while they fit, then one, then none, then an exponent, so a
+ * cell never widens the row (time: 7, algbw / busbw: 6) */
+static void ptool_cell(double v, int width, char *out, size_t len)
 {
-    snprintf(out, len, us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f", us);
+    for (int prec = 2; prec >= 0; prec--)
+        if (snprintf(out, len, "%*.*f", width, prec, v) <= width)
+            return;
+    snprintf(out, len, "%*.*e", width, width >= 7 ? 1 : 0, v);
 }
 
 static void ptool_print_res(const ptool_cres_t *r)
 {
-    char ts[32], ws[32];
+    char ts[40], as[40], bs[40], ws[40];
     if (r->unsupported) {
         printf("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
         return;
     }
-    ptool_time_str(r->time_us, ts, sizeof ts);
+    ptool_cell(r->time_us, 7, ts, sizeof ts);
+    ptool_cell(r->algbw, 6, as, sizeof as);
+    ptool_cell(r->busbw, 6, bs, sizeof bs);
     if (r->wrong < 0)
         snprintf(ws, sizeof ws, "N/A");
     else
-        snprintf(ws, sizeof ws, "%.0f", r->wrong);
-    printf("  %7s  %6.2f  %6.2f  %6s", ts, r->algbw, r->busbw, ws);
+        snprintf(ws, sizeof ws, "%g", r->wrong);   /* nccl-tests prints the count with %g */
+    printf("  %s  %s  %s  %6s", ts, as, bs, ws);
 }
 
 static void ptool_print_header(const ptool_cctx_t *c)
@@ -615,13 +763,19 @@ static void ptool_print_header(const ptool_cctx_t *c)
     gethostname(host, sizeof host - 1);
     printf("# %s %s: %s %s, %d ranks on %s\n", o->prog, ptool_coll_name(o->coll), c->be->name,
            c->be->version, c->n, host);
-    printf("# minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %ld iters: %ld "
-           "validation: %d algorithm: %s\n", o->min_bytes, o->max_bytes,
+    /* nccl-tests' second and third lines, field for field (one thread and
+     * one "GPU" per rank, no aggregation, graphs or misalignment), plus the
+     * algorithm at the end */
+    printf("# Collective test starting: %s %s\n", o->prog, ptool_coll_name(o->coll));
+    printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %ld "
+           "iters: %ld agg iters: 1 validation: %d graph: 0 unalign: 0 algorithm: %s\n",
+           o->min_bytes, o->max_bytes,
            o->step_factor ? (size_t)o->step_factor : o->step_bytes,
            o->step_factor ? "factor" : "bytes", o->warmup, o->iters, o->check,
            o->algo ? o->algo : "auto");
     printf("#\n");
-    printf("#%51s%-33s%s\n", "", "            out-of-place", "             in-place");
+    /* the two group labels over the same character positions as nccl-tests' */
+    printf("#%51s%11s%-35s%s\n", "", "", "out-of-place", "in-place");
     printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size",
            "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
            "busbw", "#wrong");
@@ -667,7 +821,7 @@ static void ptool_row(ptool_cctx_t *c, const ptool_cres_t res[2], const int run[
         if (run[ip] && !res[ip].unsupported) {
             c->bw_sum += res[ip].busbw;
             c->bw_n++;
-            c->wrong_total += res[ip].wrong > 0 ? res[ip].wrong : 0;
+            c->wrong_total += res[ip].bad_ranks;
         }
     }
     printf("\n");
@@ -682,8 +836,11 @@ static void ptool_row(ptool_cctx_t *c, const ptool_cres_t res[2], const int run[
                        (unsigned)fmod(res[ip].hash[0], 65536.0));
     fflush(stdout);
     if (c->json) {
-        fprintf(c->json, "%s\n    {\"size\": %zu, \"count\": %zu, ", c->json_rows++ ? "," : "",
-                c->size, c->count);
+        /* type, redop and root per row: -d all / -o all / -r -1 vary them */
+        fprintf(c->json, "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", "
+                "\"redop\": \"%s\", \"root\": %d, ", c->json_rows++ ? "," : "", c->size,
+                c->count, ptool_coll_type_name(c->o->dtype), ptool_row_op(c->o),
+                ptool_row_root(c->o));
         ptool_json_res(c->json, "out_of_place", run[0] ? &res[0] : &skip);
         fprintf(c->json, ", ");
         ptool_json_res(c->json, "in_place", run[1] ? &res[1] : &skip);
@@ -695,8 +852,9 @@ static int ptool_alloc(ptool_cctx_t *c)
 {
     const ptool_coll_opts_t *o = c->o;
     size_t maxb = o->max_bytes;
-    /* every layout fits in the largest size (n blocks of size / n each) */
-    c->cap = (maxb / (size_t)c->es + 1) * (size_t)c->es;
+    /* every layout fits in the largest size (n blocks of size / n each), for
+     * every element size (-d all) */
+    c->cap = (maxb / 8 + 1) * 8;
     if (c->cap < 64)
         c->cap = 64;
     c->sbuf = aligned_alloc(4096, (c->cap + 4095) / 4096 * 4096);
@@ -731,17 +889,57 @@ static void ptool_json_open(ptool_cctx_t *c)
             "\"ranks\": %d, \"type\": \"%s\", \"op\": \"%s\", \"root\": %d, \"algo\": \"%s\", "
             "\"iters\": %ld, \"warmup\": %ld, \"busbw_factor\": %.6f, \"results\": [",
             ptool_coll_name(o->coll), c->be->name, c->be->version, c->n,
-            ptool_coll_type_name(o->dtype), ptool_row_op(o), ptool_row_root(o),
+            o->dtype < 0 ? "all" : ptool_coll_type_name(o->dtype),
+            o->op < 0 && ptool_is_reduction(o->coll) ? "all" : ptool_row_op(o),
+            ptool_row_root(o),
             o->algo ? o->algo : "auto", o->iters, o->warmup, ptool_busbw_factor(o->coll, c->n));
+}
+
+/* One sweep of the sizes for the type / op / root of c->o (-N: cycles). */
+static void ptool_sweep(ptool_cctx_t *c)
+{
+    const ptool_coll_opts_t *o = c->o;
+    size_t b = o->min_bytes, last_count = SIZE_MAX;
+
+    c->es = (int)ptool_type_size[o->dtype];
+    for (;;) {
+        ptool_cres_t res[2];
+        int run[2] = {o->inplace != 1, o->inplace != 0};
+        ptool_layout(c, b);
+        if (c->count != last_count || o->coll == PTOOL_C_BARRIER) {
+            /* sizes that round to the count just measured (-b 0: 0, 1, 2, 4 bytes
+             * of floats are all 0 elements) would repeat its row */
+            for (int ip = 0; ip < 2; ip++)
+                if (run[ip])
+                    ptool_measure(c, ip, &res[ip]);
+            if (c->rank == 0)
+                ptool_row(c, res, run);
+            last_count = c->count;
+        }
+        if (o->coll == PTOOL_C_BARRIER || b >= o->max_bytes)
+            break;
+        b = ptool_next(o, b);
+        if (b > o->max_bytes)
+            break;
+    }
 }
 
 int ptool_coll_run(const ptool_coll_opts_t *o, const ptool_coll_backend_t *be)
 {
     ptool_cctx_t c = {.o = o, .be = be, .n = be->size, .rank = be->rank,
-                      .es = (int)ptool_type_size[o->dtype]};
-    size_t b = o->min_bytes, last_count = SIZE_MAX;
+                      .es = (int)ptool_type_size[o->dtype >= 0 ? o->dtype : PTOOL_T_DOUBLE]};
+    ptool_coll_opts_t cur = *o;
+    /* -d all, -o all, -r -1 run every type, then (reductions only) every
+     * operator, then (rooted collectives only) every root, in nccl-tests'
+     * nesting and order; one table, one footer */
+    static const int all_types[PTOOL_T_N] = {
+        PTOOL_T_INT8, PTOOL_T_UINT8, PTOOL_T_INT32, PTOOL_T_UINT32, PTOOL_T_INT64,
+        PTOOL_T_UINT64, PTOOL_T_HALF, PTOOL_T_FLOAT, PTOOL_T_DOUBLE, PTOOL_T_BFLOAT16};
+    int nt = o->dtype < 0 ? PTOOL_T_N : 1;
+    int nop = o->op < 0 && ptool_is_reduction(o->coll) ? PTOOL_O_N : 1;
+    int nroot = o->root < 0 && ptool_is_rooted(o->coll) ? be->size : 1;
 
-    if (ptool_is_rooted(o->coll) && (o->root < 0 || o->root >= c.n)) {
+    if (ptool_is_rooted(o->coll) && o->root >= c.n) {
         if (c.rank == 0)
             fprintf(stderr, "%s: root %d is not a rank of this %d-rank job\n", o->prog, o->root,
                     c.n);
@@ -758,30 +956,26 @@ int ptool_coll_run(const ptool_coll_opts_t *o, const ptool_coll_backend_t *be)
         be->fail("buffer allocation", -1);
     if (c.rank == 0)
         ptool_print_header(&c);
-    for (;;) {
-        ptool_cres_t res[2];
-        int run[2] = {o->inplace != 1, o->inplace != 0};
-        ptool_layout(&c, b);
-        if (c.count != last_count || o->coll == PTOOL_C_BARRIER) {
-            /* sizes that round to the count just measured (-b 0: 0, 1, 2, 4 bytes
-             * of floats are all 0 elements) would repeat its row */
-            for (int ip = 0; ip < 2; ip++)
-                if (run[ip])
-                    ptool_measure(&c, ip, &res[ip]);
-            if (c.rank == 0)
-                ptool_row(&c, res, run);
-            last_count = c.count;
+    c.o = &cur;
+    for (int ti = 0; ti < nt; ti++) {
+        cur.dtype = o->dtype < 0 ? all_types[ti] : o->dtype;
+        for (int oi = 0; oi < nop; oi++) {
+            /* a collective without an operator runs once, on sum's inputs */
+            cur.op = nop > 1 ? oi : o->op < 0 ? PTOOL_O_SUM : o->op;
+            for (int ri = 0; ri < nroot; ri++) {
+                cur.root = nroot > 1 ? ri : o->root < 0 ? 0 : o->root;
+                for (long cy = 0; o->run_cycles == 0 || cy < o->run_cycles; cy++)
+                    ptool_sweep(&c);
+            }
         }
-        if (o->coll == PTOOL_C_BARRIER || b >= o->max_bytes)
-            break;
-        b = ptool_next(o, b);
-        if (b > o->max_bytes)
-            break;
     }
+    c.o = o;
     if (c.rank == 0) {
         printf("# Out of bounds values : %.0f %s\n", c.wrong_total,
                c.wrong_total > 0 ? "FAILED" : "OK");
         printf("# Avg bus bandwidth    : %g \n#\n", c.bw_n ? c.bw_sum / c.bw_n : 0.0);
+        /* nccl-tests' closing lines: scripts look for them to know the run ended */
+        printf("# Collective test concluded: %s %s\n#\n", o->prog, ptool_coll_name(o->coll));
         fflush(stdout);
     }
     if (c.json) {

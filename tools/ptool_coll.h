@@ -61,8 +61,10 @@ typedef struct ptool_coll_opts {
     size_t      min_bytes, max_bytes;
     int         step_factor;      /* -f: multiply; 0 -> use step_bytes */
     size_t      step_bytes;       /* -i */
-    int         dtype, op, root;
+    int         dtype, op, root;  /* -1: every type / op / root (nccl-tests' -d all,
+                                     -o all, -r -1), looped in ptool_coll_run */
     long        iters, warmup;
+    long        run_cycles;       /* -N: the size sweep this many times (0: forever) */
     int         check;            /* -c N: verify N times (0 off) */
     int         hash;             /* --hash: print a hash of every rank's results */
     int         inplace;          /* -I: 0 out-of-place only, 1 in-place only, 2 both */

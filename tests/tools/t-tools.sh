@@ -251,9 +251,11 @@ r = d[\"results\"][0]; assert (d[\"op\"], d[\"root\"], r[\"count\"]) == (\"none\
     check "plait-bench coll -a with an unknown name: usage error naming the choices (exit 2)" \
         eval 'run_rc 2 "$PLAITRUN" -n 2 "$BENCH" coll allreduce -e 8 -n 1 -a 1 &&
               grep -q "recursive_doubling" "$T/err"'
-    check "plait-bench coll -b 0: sizes that round to one count give one row (0, 8, 16 bytes)" \
-        eval 'run_rc 0 "$PLAITRUN" -n 2 "$BENCH" coll allgather -b 0 -e 16 -n 1 -w 0 &&
-              test "$(grep -v "^#" "$T/out" | awk "NF > 8 {print \$1}" | tr "\n" " ")" = "0 8 16 "'
+    # per-rank blocks are cut to whole 16-byte units as nccl-tests does: 2 floats a rank
+    # (16 bytes in all) is 0, so 0 .. 16 bytes are one row, then 32 and 64
+    check "plait-bench coll -b 0: sizes that round to one count give one row (0, 32, 64 bytes)" \
+        eval 'run_rc 0 "$PLAITRUN" -n 2 "$BENCH" coll allgather -b 0 -e 64 -n 1 -w 0 &&
+              test "$(grep -v "^#" "$T/out" | awk "NF > 8 {print \$1}" | tr "\n" " ")" = "0 32 64 "'
     check "plait-bench coll: unknown collective, datatype and op names list the valid ones (exit 2)" \
         eval 'run_rc 2 "$BENCH" coll nosuch && grep -q "(allreduce .* barrier)" "$T/err" &&
               run_rc 2 "$BENCH" coll allreduce -d nosuch &&
