@@ -15,6 +15,8 @@
 #   hosts_plaitrun DIR HOSTLIST   the plaitrun arguments (head in h1, unbound)
 #   hosts_mpirun DIR HOSTLIST     the mpirun arguments (head in h1)
 # HOSTLIST: "h1:2,h2:2" (slots per host). The caller sets PLAITRUN.
+# NETNS_MTU=9000 in the environment gives the hosts jumbo-frame links
+# (tests/netns/netns.sh), e.g. NETNS_MTU=9000 bench/ab-hosts.sh.
 # Needs root and iproute2 (unshare for mpirun).
 
 hosts_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
