@@ -286,7 +286,7 @@ static int ptool_parse_opt(int c, const char *arg, ptool_coll_opts_t *o, const c
 
 int ptool_coll_parse(int argc, char **argv, ptool_coll_opts_t *o, const char *prog, FILE *err)
 {
-    static const struct option longs[] = {
+    static const struct option own[] = {
         {"minbytes", required_argument, NULL, 'b'}, {"maxbytes", required_argument, NULL, 'e'},
         {"stepfactor", required_argument, NULL, 'f'}, {"stepbytes", required_argument, NULL, 'i'},
         {"datatype", required_argument, NULL, 'd'}, {"op", required_argument, NULL, 'o'},
@@ -295,26 +295,12 @@ int ptool_coll_parse(int argc, char **argv, ptool_coll_opts_t *o, const char *pr
         {"algo", required_argument, NULL, 'a'}, {"inplace", required_argument, NULL, 'I'},
         {"hash", no_argument, NULL, 'H'}, {"json", required_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'}, {"run_cycles", required_argument, NULL, 'N'},
-        /* nccl-tests' name of -J */
-        {"output_file", required_argument, NULL, 'J'},
-        /* nccl-tests options accepted only with their neutral value */
-        {"nthreads", required_argument, NULL, 't'}, {"ngpus", required_argument, NULL, 'g'},
-        {"agg_iters", required_argument, NULL, 'm'},
-        {"parallel_init", required_argument, NULL, 'p'},
-        {"blocking", required_argument, NULL, 'z'},
-        {"stream_null", required_argument, NULL, 'y'},
-        {"timeout", required_argument, NULL, 'T'}, {"cudagraph", required_argument, NULL, 'G'},
-        {"report_cputime", required_argument, NULL, 'C'},
-        {"report_timestamps", required_argument, NULL, 'S'},
-        {"local_register", required_argument, NULL, 'R'},
-        {"cta_policy", required_argument, NULL, 'x'},
-        {"device_implementation", required_argument, NULL, 'D'},
-        {"device_cta_count", required_argument, NULL, 'V'},
-        {"memory", required_argument, NULL, 'M'}, {"unalign", required_argument, NULL, 'u'},
-        {"per_iter_skip", required_argument, NULL, 'K'},
-        {"average", required_argument, NULL, PTOOL_OPT_AVERAGE},
-        {"per_iter_timing", required_argument, NULL, PTOOL_OPT_PER_ITER},
-        {NULL, 0, NULL, 0}};
+        {"output_file", required_argument, NULL, 'J'}};   /* (nccl-tests' name of -J) */
+    enum { NOWN = sizeof own / sizeof own[0] };
+    /* then nccl-tests' options taken with their neutral value only, from
+     * their table, long names and letters alike */
+    struct option longs[NOWN + PTOOL_N_NCCL_ONLY + 1];
+    char shorts[64 + 2 * PTOOL_N_NCCL_ONLY] = ":b:e:f:i:d:o:r:n:w:c:a:I:HJ:hN:";
     int c, rc, f_given = 0, i_given = 0;
 
     memset(o, 0, sizeof *o);
@@ -329,10 +315,17 @@ int ptool_coll_parse(int argc, char **argv, ptool_coll_opts_t *o, const char *pr
     o->run_cycles = 1;
     o->inplace = 2;
     o->prog = prog;
+    memcpy(longs, own, sizeof own);
+    for (size_t i = 0; i < PTOOL_N_NCCL_ONLY; i++) {
+        const ptool_nccl_only_t *q = &ptool_nccl_only_opts[i];
+        longs[NOWN + i] = (struct option){q->name, required_argument, NULL, q->c};
+        if (q->c < 256)
+            snprintf(shorts + strlen(shorts), sizeof shorts - strlen(shorts), "%c:", q->c);
+    }
+    longs[NOWN + PTOOL_N_NCCL_ONLY] = (struct option){NULL, 0, NULL, 0};
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":b:e:f:i:d:o:r:n:w:c:a:I:HJ:hN:t:g:m:p:z:y:T:G:C:S:R:"
-                            "x:D:V:M:u:K:", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
         if (c == '?' || c == ':')
             return ptool_perr(err, prog, c == '?' ? "unknown option '%s'" :
                               "option '%s' needs a value", argv[optind - 1]);
