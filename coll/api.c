@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "coll/pcoll.h"
 
@@ -200,6 +201,44 @@ static __attribute__((noinline)) int coll_run_sched_locked(const char *fn, ppt_s
 }
 
 /*
+ * float16 PLAIT_AVG divides each rank's input by the communicator size
+ * before the sum (a pre-scaled sum, as NCCL does for this type), not the
+ * sum at the end. float16 ends at 65504: two ranks averaging 49152 summed
+ * to infinity first (a black-box test found it), and a ring's partial sums
+ * overflow the same way. Of k inputs scaled by 1/n no partial sum exceeds
+ * k/n of the largest, so no step overflows. The price: each input is
+ * rounded once more, so for a size other than a power of two the result
+ * may differ in its last bits from the exact average rounded once (it is
+ * still the same on every rank). bfloat16, float32 and float64 have
+ * float32's range or more and keep the single division at the end.
+ * Returns the bytes of the scaled copy this call needs, 0 for none.
+ */
+static size_t coll_avg16_bytes(const pcoll_args_t *a, plait_comm_t comm)
+{
+    if (a->dt != PLAIT_FLOAT16 || a->op != PLAIT_AVG || comm->size == 1)
+        return 0;
+    return a->count * (size_t)nblocks(a->coll, comm->size) * a->es;   /* (checked: fits) */
+}
+
+/* Makes the call a SUM over tmp (len bytes): the input (sendbuf, which is
+ * recvbuf in place) divided by the size. The result still lands where the
+ * caller asked: an in-place call becomes out-of-place from tmp. (A peer
+ * that calls float16 SUM instead is no longer told apart.) */
+static int coll_avg16_scale(const char *fn, plait_comm_t comm, pcoll_args_t *a, void *tmp,
+                            size_t len)
+{
+    if (!tmp) {
+        comm->coll_seq++;       /* the other ranks' numbering goes on (coll_start) */
+        return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for the %zu-byte scaled copy of the "
+                       "float16 input (PLAIT_AVG)", fn, len);
+    }
+    pcoll_scale_to(tmp, a->sbuf, len / a->es, a->dt, comm->size);
+    a->sbuf = tmp;
+    a->op = PLAIT_SUM;
+    return PLAIT_OK;
+}
+
+/*
  * One path for every collective: req NULL = blocking. A blocking call keeps
  * its schedule and its request on the stack (nothing allocated for small
  * collectives), or for small sizes skips the engine: flags on a shared area
@@ -212,17 +251,26 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     ppt_state_t *s;
     pcoll_sched_t *sc;
     plait_request_t r = NULL;
+    void *avg16 = NULL;   /* a blocking call's scaled copy (coll_avg16_bytes) */
+    size_t avg16_len;
     int rc;
     if (!(s = ppt_enter(&rc, fn)))
         return rc;
     PRT_CHECK(coll_check(fn, comm, a));
     if (a->count == 0 && a->coll != PCOLL_ALLTOALLV)
         return coll_nothing(fn, comm, req);
+    avg16_len = coll_avg16_bytes(a, comm);
     pthread_mutex_lock(&s->lock);
     if (req) {
         rc = pcoll_sched_new(s, comm, 8, 16, &sc);
-        if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
+        if (rc == PLAIT_OK && avg16_len &&   /* the schedule owns the copy */
+            (rc = coll_avg16_scale(fn, comm, a, pcoll_sched_tmp(sc, avg16_len), avg16_len)))
+            pcoll_sched_free(sc);
+        else if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
             *req = r;
+    } else if (avg16_len &&
+               (rc = coll_avg16_scale(fn, comm, a, avg16 = malloc(avg16_len), avg16_len))) {
+        /* (nothing started) */
     } else if (pcoll_area_use_locked(s, comm, a, fn, &rc)) {
         if (rc == PLAIT_OK)
             rc = pcoll_area_run_locked(s, comm, a, fn);
@@ -232,6 +280,7 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
         rc = coll_run_sched_locked(fn, s, comm, a);
     }
     pthread_mutex_unlock(&s->lock);
+    free(avg16);   /* the call is over: no peer reads it any more */
     return rc;
 }
 

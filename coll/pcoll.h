@@ -131,6 +131,8 @@ void pcoll_reduce(void *dst, const void *a, const void *b, size_t count, plait_d
                   plait_op_t op);
 /* buf[i] /= divisor (floating types; AVG's final step). */
 void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor);
+/* dst[i] = src[i] / divisor, the same arithmetic (dst may be src). */
+void pcoll_scale_to(void *dst, const void *src, size_t count, plait_dtype_t dt, int divisor);
 /* Which kernel family runs here: "avx512", "avx2" or "scalar". */
 const char *pcoll_reduce_isa(void);
 /* Makes every later pcoll_reduce use one family (pref as PLAIT_REDUCE_ISA:

@@ -100,6 +100,14 @@ static int family_check(int pref, uint64_t seed0)
             pcoll_scale(got + 2, n, dt, div);
             if (memcmp(got, want, (n + 1) * 2) != 0 && bad++ < 5)
                 tap_diag("scale type %d n %zu by %d: differs from scalar", (int)dt, n, div);
+            /* into another buffer (float16 AVG's scaled copy, coll/api.c):
+             * the same bits, the source untouched, nothing past the end */
+            memset(got, 0x5a, (n + 2) * 2);
+            memcpy(b, a, (n + 1) * 2);
+            pcoll_scale_to(got + 2, a + 2, n, dt, div);
+            if ((memcmp(got + 2, want + 2, n * 2) != 0 || got[2 + n * 2] != 0x5a ||
+                 got[0] != 0x5a || memcmp(a, b, (n + 1) * 2) != 0) && bad++ < 5)
+                tap_diag("scale_to type %d n %zu by %d: differs from in place", (int)dt, n, div);
         }
     }
     free(a);
