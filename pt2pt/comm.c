@@ -166,20 +166,48 @@ void ppt_comm_sweep_locked(ppt_state_t *s)
     }
 }
 
+/* Warns of the messages waiting unreceived in mq (none: silent). fn: the
+ * call that drops them; where: which communicator, as the user knows it. */
+static void report_unexp(const char *fn, const ppt_mq_t *mq, const char *where)
+{
+    const ppt_umsg_t *first = mq ? mq->unexp_head : NULL;
+    size_t n = 0;
+    for (const ppt_umsg_t *u = first; u; u = u->next)
+        n++;
+    if (n)
+        prt_log(PRT_LOG_WARN, "%s: %zu message%s sent to this rank on %s %s never received "
+                "(the first: %zu bytes from rank %d, tag %d); dropped", fn, n, n == 1 ? "" : "s",
+                where, n == 1 ? "was" : "were", first->len, first->src, first->tag);
+}
+
+/* 1 when a communicator not yet released owns mq (its pt2pt queue, or its
+ * collectives' queue, whose leftovers a failed collective explains). */
+static int mq_owned(const ppt_state_t *s, const ppt_mq_t *mq)
+{
+    for (plait_comm_t c = s->all_comms; c; c = c->all_next)
+        if (c->mq == mq || c->cmq == mq)
+            return 1;
+    return 0;
+}
+
 void ppt_report_unreceived_locked(ppt_state_t *s)
 {
-    for (plait_comm_t c = s->all_comms; c; c = c->all_next) {
-        const ppt_umsg_t *first = c->magic == PPT_COMM_MAGIC && c->mq ? c->mq->unexp_head : NULL;
-        size_t n = 0;
-        char cl[160];
-        for (const ppt_umsg_t *u = first; u; u = u->next)
-            n++;
-        if (n)
-            prt_log(PRT_LOG_WARN, "plait_finalize: %zu message%s sent to this rank on "
-                    "communicator %s %s never received (the first: %zu bytes from rank %d, "
-                    "tag %d); dropped", n, n == 1 ? "" : "s", ppt_comm_label(c, cl, sizeof cl),
-                    n == 1 ? "was" : "were", first->len, first->src, first->tag);
-    }
+    char where[200], cl[160];
+    for (plait_comm_t c = s->all_comms; c; c = c->all_next)
+        if (c->magic == PPT_COMM_MAGIC) {
+            snprintf(where, sizeof where, "communicator %s", ppt_comm_label(c, cl, sizeof cl));
+            report_unexp("plait_finalize", c->mq, where);
+        }
+    /* A queue no live communicator owns: its messages came after this
+     * rank freed the communicator (plait_comm_free reported what was there
+     * then), so nothing could receive them. */
+    for (size_t i = 0; i < s->mqs.cap; i++)
+        if (s->mqs.keys[i] > 1 && !mq_owned(s, s->mqs.vals[i])) {
+            const ppt_mq_t *mq = s->mqs.vals[i];
+            snprintf(where, sizeof where, "a communicator this rank had freed (context %#llx)",
+                     (unsigned long long)mq->ctx);
+            report_unexp("plait_finalize", mq, where);
+        }
 }
 
 void ppt_comm_destroy_all(ppt_state_t *s)
@@ -376,10 +404,17 @@ int plait_comm_free(plait_comm_t *comm)
         return rc;
     if (!comm)
         return prt_err(PLAIT_ERR_ARG, "plait_comm_free: comm is NULL");
+    if (!*comm)   /* (the pointer is fine; the handle it points to is not) */
+        return prt_err(PLAIT_ERR_ARG, "plait_comm_free: *comm is NULL (freed already?)");
     PRT_CHECK(ppt_comm_check(*comm, "plait_comm_free"));
     if (*comm == s->world)
         return prt_err(PLAIT_ERR_ARG, "plait_comm_free: comm is the world, which cannot be freed");
     pthread_mutex_lock(&s->lock);
+    {   /* a send without its receive shows here, as at plait_finalize */
+        char where[200], cl[160];
+        snprintf(where, sizeof where, "communicator %s", ppt_comm_label(*comm, cl, sizeof cl));
+        report_unexp("plait_comm_free", (*comm)->mq, where);
+    }
     (*comm)->magic = PPT_COMM_FREED;   /* queues live on for operations still in flight */
     comm_coll_free(*comm);
     ppt_comm_sweep_locked(s);          /* released now if nothing is in flight */

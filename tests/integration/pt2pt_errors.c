@@ -11,7 +11,10 @@
  * fails with PLAIT_ERR_STATE or PLAIT_ERR_ARG (kept apart: a library that does
  * not detect it may crash). With --unreceived rank 0 sends three 100-byte
  * messages (tag 9) that the last rank never receives; finalize still returns
- * PLAIT_OK and the last rank warns of them (t-pt2pt.sh checks the words).
+ * PLAIT_OK and the last rank warns of them (t-pt2pt.sh checks the words);
+ * so does its plait_comm_free of a dup holding two 50-byte messages (tag 4),
+ * and its finalize of one of 60 bytes (tag 5) that came on a dup it had
+ * freed already.
  */
 #include "common.h"
 
@@ -305,9 +308,27 @@ int main(int argc, char **argv)
     t_init(&rank, &size);
     if (unreceived) {
         char msg[100] = {0};
+        plait_comm_t d1 = NULL, d2 = NULL;
+        int last = size - 1;
         t_case = "sends nobody receives";
         for (int i = 0; i < 3 && rank == 0 && size > 1; i++)
-            CHECK_RC(plait_send(msg, sizeof msg, PLAIT_BYTE, size - 1, 9, plait_comm_world()));
+            CHECK_RC(plait_send(msg, sizeof msg, PLAIT_BYTE, last, 9, plait_comm_world()));
+        /* on a dup the last rank frees after they arrived (the barrier
+         * comes behind them from rank 0): plait_comm_free warns */
+        CHECK_RC(plait_comm_dup(plait_comm_world(), &d1));
+        CHECK_RC(plait_comm_dup(plait_comm_world(), &d2));
+        for (int i = 0; i < 2 && rank == 0 && size > 1; i++)
+            CHECK_RC(plait_send(msg, 50, PLAIT_BYTE, last, 4, d1));
+        CHECK_RC(plait_barrier(d1));
+        CHECK_RC(plait_comm_free(&d1));
+        /* on a dup the last rank freed before rank 0 sent: finalize warns */
+        if (rank == last)
+            CHECK_RC(plait_comm_free(&d2));
+        CHECK_RC(plait_barrier(plait_comm_world()));
+        if (rank == 0 && size > 1)
+            CHECK_RC(plait_send(msg, 60, PLAIT_BYTE, last, 5, d2));
+        if (rank != last)
+            CHECK_RC(plait_comm_free(&d2));
         t_finalize();
         if (rank == 0) printf("pt2pt_errors --unreceived: %d ranks ok\n", size);
         return 0;

@@ -147,6 +147,16 @@ if [ "$rc" = 0 ] && grep -q "3 messages sent to this rank on communicator world 
 else
     fail "finalize warns of 3 messages nobody received (-n 3)" "exit $rc"
 fi
+if grep -q "plait_comm_free: 2 messages sent to this rank on communicator .* were never received (the first: 50 bytes from rank 0, tag 4); dropped" "$out"; then
+    pass "plait_comm_free warns of 2 messages nobody received on the dup it frees (-n 3)"
+else
+    fail "plait_comm_free warns of 2 messages nobody received on the dup it frees (-n 3)" "exit $rc"
+fi
+if grep -q "plait_finalize: 1 message sent to this rank on a communicator this rank had freed (context .*) was never received (the first: 60 bytes from rank 0, tag 5); dropped" "$out"; then
+    pass "finalize warns of a message that came on a communicator freed before (-n 3)"
+else
+    fail "finalize warns of a message that came on a communicator freed before (-n 3)" "exit $rc"
+fi
 
 # The same traffic through the library's other shared-memory paths: no
 # single-copy (CMA), and a tiny eager limit with 2-slot rings (rendezvous and
