@@ -110,6 +110,11 @@ void pcoll_sched_end_round(pcoll_sched_t *sc);
 void pcoll_sched_func(pcoll_sched_t *sc, pcoll_func_t fn, void *arg);
 /* Frees the buffers kept for reuse by pcoll_sched_tmp (at finalize). */
 void pcoll_pool_drain(void);
+/* A buffer of at least len bytes from that pool (its pages warm from an
+ * earlier call) or malloc, *cap its size; NULL when out of memory. */
+void *pcoll_pool_get(size_t len, size_t *cap);
+/* Gives a pcoll_pool_get buffer back for reuse (p NULL: nothing). */
+void pcoll_pool_put(void *p, size_t cap);
 /* Wraps the schedule into a request progressed by the pt2pt progress loop;
  * takes ownership of sc (freed on failure too). storage: where the request
  * lives (a blocking call's stack), or NULL to allocate it. */

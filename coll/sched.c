@@ -239,6 +239,20 @@ static void pool_give(void *p, size_t cap)
     free(p);
 }
 
+void *pcoll_pool_get(size_t len, size_t *cap)
+{
+    void *p = pool_take(len, cap);
+    if (!p && (p = malloc(len ? len : 1)))
+        *cap = len ? len : 1;
+    return p;
+}
+
+void pcoll_pool_put(void *p, size_t cap)
+{
+    if (p)
+        pool_give(p, cap);
+}
+
 void pcoll_pool_drain(void)
 {
     pthread_mutex_lock(&pool_lock);
