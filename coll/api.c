@@ -210,14 +210,16 @@ static __attribute__((noinline)) int coll_run_sched_locked(const char *fn, ppt_s
  * may differ in its last bits from the exact average rounded once (it is
  * still the same on every rank). bfloat16, float32 and float64 have
  * float32's range or more and keep the single division at the end.
+ * The copy comes from the schedules' buffer pool, whose pages stay warm (a
+ * fresh malloc of a MiB is an mmap faulting in on every call). Even so, on
+ * one host of 4-8 ranks float16 AVG takes 1.2-2x the time it took with
+ * the division at the end (docs/PERFORMANCE.md, session 30): the extra
+ * pass, over all n blocks for reduce_scatter where the division touched
+ * one. Folding the division into each algorithm's first read of an input
+ * would win that back.
  * Returns the bytes of the scaled copy this call needs, 0 for none (an
  * in-place call is scaled here, in its buffer).
  */
-/* (The copy comes from the schedules' buffer pool, whose pages stay warm:
- * a fresh malloc of a MiB is an mmap faulting in on every call. Still, on
- * one host of 4-8 ranks float16 AVG now takes 1.2-2x the time it took with
- * the division at the end: the extra pass over the input, and for
- * reduce_scatter over all n blocks where the division touched one.) */
 static size_t coll_avg16_bytes(pcoll_args_t *a, plait_comm_t comm)
 {
     size_t len;
@@ -234,10 +236,9 @@ static size_t coll_avg16_bytes(pcoll_args_t *a, plait_comm_t comm)
     return len;
 }
 
-/* Makes the call a SUM over tmp (len bytes): the input (sendbuf) divided
- * by the size. The result still lands where the
- * caller asked: an in-place call becomes out-of-place from tmp. (A peer
- * that calls float16 SUM instead is no longer told apart.) */
+/* Makes the call a SUM from tmp (len bytes), the input (sendbuf) divided
+ * by the size; the result lands in recvbuf as asked. (A peer that calls
+ * float16 SUM instead is no longer told apart: both are SUMs now.) */
 static int coll_avg16_scale(const char *fn, plait_comm_t comm, pcoll_args_t *a, void *tmp,
                             size_t len)
 {
