@@ -200,9 +200,9 @@ static __attribute__((noinline)) int coll_run_sched_locked(const char *fn, ppt_s
 }
 
 /*
- * float16 PLAIT_AVG divides each rank's input by the communicator size
- * before the sum (a pre-scaled sum, as NCCL does for this type), not the
- * sum at the end. float16 ends at 65504: two ranks averaging 49152 summed
+ * float16 PLAIT_AVG scales each rank's input by 1/size (a float32
+ * multiplication) before the sum (a pre-scaled sum, as NCCL does for this
+ * type), instead of dividing the sum at the end. float16 ends at 65504: two ranks averaging 49152 summed
  * to infinity first (a black-box test found it), and a ring's partial sums
  * overflow the same way. Of k inputs scaled by 1/n no partial sum exceeds
  * k/n of the largest, so no step overflows. The price: each input is
@@ -211,12 +211,14 @@ static __attribute__((noinline)) int coll_run_sched_locked(const char *fn, ppt_s
  * still the same on every rank). bfloat16, float32 and float64 have
  * float32's range or more and keep the single division at the end.
  * The copy comes from the schedules' buffer pool, whose pages stay warm (a
- * fresh malloc of a MiB is an mmap faulting in on every call). Even so, on
- * one host of 4-8 ranks float16 AVG takes 1.2-2x the time it took with
- * the division at the end (docs/PERFORMANCE.md, session 30): the extra
- * pass, over all n blocks for reduce_scatter where the division touched
- * one. Folding the division into each algorithm's first read of an input
- * would win that back.
+ * fresh malloc of a MiB is an mmap faulting in on every call). The scaling
+ * multiplies: a first version divided (VDIVPS), and on one host of 4-8
+ * ranks float16 AVG took 1.2-2x the time of the division at the end; a
+ * profile put a quarter of the time in that division, five times the
+ * reduction's (docs/PERFORMANCE.md, session 30). The extra pass remains,
+ * over all n blocks for reduce_scatter where the division touched one;
+ * folding the scaling into each algorithm's first read of an input would
+ * win it back.
  * Returns the bytes of the scaled copy this call needs, 0 for none (an
  * in-place call is scaled here, in its buffer).
  */
@@ -229,15 +231,15 @@ static size_t coll_avg16_bytes(pcoll_args_t *a, plait_comm_t comm)
     if (a->sbuf == a->rbuf && (a->coll != PCOLL_REDUCE_C || comm->rank == a->root)) {
         /* in place: the input is the caller's to overwrite, so it is
          * scaled where it lies and no copy is needed */
-        pcoll_scale(a->rbuf, len / a->es, a->dt, comm->size);
+        pcoll_mul16_to(a->rbuf, a->rbuf, len / a->es, a->dt, 1.0f / (float)comm->size);
         a->op = PLAIT_SUM;
         return 0;
     }
     return len;
 }
 
-/* Makes the call a SUM from tmp (len bytes), the input (sendbuf) divided
- * by the size; the result lands in recvbuf as asked. (A peer that calls
+/* Makes the call a SUM from tmp (len bytes), the input (sendbuf) scaled
+ * by 1/size; the result lands in recvbuf as asked. (A peer that calls
  * float16 SUM instead is no longer told apart: both are SUMs now.) */
 static int coll_avg16_scale(const char *fn, plait_comm_t comm, pcoll_args_t *a, void *tmp,
                             size_t len)
@@ -247,7 +249,7 @@ static int coll_avg16_scale(const char *fn, plait_comm_t comm, pcoll_args_t *a, 
         return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for the %zu-byte scaled copy of the "
                        "float16 input (PLAIT_AVG)", fn, len);
     }
-    pcoll_scale_to(tmp, a->sbuf, len / a->es, a->dt, comm->size);
+    pcoll_mul16_to(tmp, a->sbuf, len / a->es, a->dt, 1.0f / (float)comm->size);
     a->sbuf = tmp;
     a->op = PLAIT_SUM;
     return PLAIT_OK;

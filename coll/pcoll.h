@@ -138,6 +138,11 @@ void pcoll_reduce(void *dst, const void *a, const void *b, size_t count, plait_d
 void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor);
 /* dst[i] = src[i] / divisor, the same arithmetic (dst may be src). */
 void pcoll_scale_to(void *dst, const void *src, size_t count, plait_dtype_t dt, int divisor);
+/* dst[i] = src[i] * factor for float16 / bfloat16, in float32 rounded to
+ * nearest-even, the same bits in every family (dst may be src): a
+ * multiplication where the scaling need not be a division, which costs
+ * several times more (VDIVPS). */
+void pcoll_mul16_to(void *dst, const void *src, size_t count, plait_dtype_t dt, float factor);
 /* Which kernel family runs here: "avx512", "avx2" or "scalar". */
 const char *pcoll_reduce_isa(void);
 /* Makes every later pcoll_reduce use one family (pref as PLAIT_REDUCE_ISA:

@@ -359,25 +359,32 @@ static void red_avx512(void *dst, const void *a, const void *b, size_t n, plait_
  * scalar code's bits; the scalar float16 conversion ran at 0.3 GB/s, forty
  * times slower than the reduction before it. */
 #define DIV_BY_DV(x, y) ((void)(y), (x) / dv)   /* GCC vector division: DIVPS */
-#define SCALE16_FN(NAME, TARGET, VT, SET1, MUL, MIN, MAX, NANA, WF, LOOPF, WB, LOOPB) \
+#define MUL_BY_DV(x, y) ((void)(y), (x) * dv)   /* (float16 AVG's pre-scaling) */
+#define SCALE16_FN(NAME, OPM, TARGET, VT, SET1, MUL, MIN, MAX, NANA, WF, LOOPF, WB, LOOPB) \
     __attribute__((target(TARGET)))                                            \
     static void NAME(void *dst, const void *src, size_t n, plait_dtype_t dt,   \
-                     float divisor)                                            \
+                     float by)                                                 \
     {                                                                          \
         const void *a = src, *b = src;                                         \
         plait_op_t op = PLAIT_SUM;                                             \
-        VT dv = SET1(divisor);                                                 \
+        VT dv = SET1(by);                                                      \
         if (dt == PLAIT_FLOAT16)                                               \
-            VEC16(WF, LOOPF, DIV_BY_DV, MUL, MIN, MAX, NANA);                  \
+            VEC16(WF, LOOPF, OPM, MUL, MIN, MAX, NANA);                        \
         else                                                                   \
-            VEC16(WB, LOOPB, DIV_BY_DV, MUL, MIN, MAX, NANA);                  \
+            VEC16(WB, LOOPB, OPM, MUL, MIN, MAX, NANA);                        \
     }
+#define SCALE16_AVX2(NAME, OPM)                                                \
+    SCALE16_FN(NAME, OPM, "avx2,f16c", __m256, _mm256_set1_ps, _mm256_mul_ps, \
+               _mm256_min_ps, _mm256_max_ps, NANA256, 8, F16_AVX2, 16, BF16_AVX2)
+#define SCALE16_AVX512(NAME, OPM)                                              \
+    SCALE16_FN(NAME, OPM, "avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,prefer-vector-width=512", \
+               __m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_min_ps, _mm512_max_ps, NANA512, \
+               16, F16_AVX512, 32, BF16_AVX512)
 
-SCALE16_FN(scale16_avx2, "avx2,f16c", __m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_min_ps,
-           _mm256_max_ps, NANA256, 8, F16_AVX2, 16, BF16_AVX2)
-SCALE16_FN(scale16_avx512, "avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,prefer-vector-width=512",
-           __m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_min_ps, _mm512_max_ps, NANA512, 16,
-           F16_AVX512, 32, BF16_AVX512)
+SCALE16_AVX2(scale16_avx2, DIV_BY_DV)
+SCALE16_AVX512(scale16_avx512, DIV_BY_DV)
+SCALE16_AVX2(mul16_avx2, MUL_BY_DV)
+SCALE16_AVX512(mul16_avx512, MUL_BY_DV)
 #endif
 
 /* ------------------------------------------------------------- dispatch */
@@ -385,7 +392,8 @@ SCALE16_FN(scale16_avx512, "avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,prefer-
 static const char *red_isa_name = "scalar";
 static red_fn_t red_fn;
 /* float16 / bfloat16 AVG division of the family, NULL: the scalar loops */
-static void (*scale16_fn)(void *dst, const void *src, size_t n, plait_dtype_t dt, float divisor);
+typedef void (*scale16_fn_t)(void *dst, const void *src, size_t n, plait_dtype_t dt, float by);
+static scale16_fn_t scale16_fn, mul16_fn;   /* dst = src / by, src * by */
 
 /* pref: PLAIT_REDUCE_ISA (0 auto, 1 scalar, 2 avx2, 3 avx512); a family the
  * CPU lacks falls back to the best it has. */
@@ -393,7 +401,7 @@ static void red_pick(int pref)
 {
     red_fn_t fn = red_scalar;
     const char *name = "scalar";
-    scale16_fn = NULL;
+    scale16_fn = mul16_fn = NULL;
 #ifdef PCOLL_X86
     int has512, has2;
     __builtin_cpu_init();
@@ -404,10 +412,12 @@ static void red_pick(int pref)
         fn = red_avx512;
         name = "avx512";
         scale16_fn = scale16_avx512;
+        mul16_fn = mul16_avx512;
     } else if (has2 && pref != 1) {
         fn = red_avx2;
         name = "avx2";
         scale16_fn = scale16_avx2;
+        mul16_fn = mul16_avx2;
     }
 #endif
     red_isa_name = name;
@@ -485,4 +495,18 @@ void pcoll_scale_to(void *dst, const void *src, size_t count, plait_dtype_t dt, 
 void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor)
 {
     pcoll_scale_to(buf, buf, count, dt, divisor);
+}
+
+void pcoll_mul16_to(void *dst, const void *src, size_t count, plait_dtype_t dt, float factor)
+{
+    uint16_t *h = dst;
+    const uint16_t *hs = src;
+    red_ready();
+    if (mul16_fn) {
+        mul16_fn(dst, src, count, dt, factor);
+        return;
+    }
+    for (size_t i = 0; i < count; i++)
+        h[i] = dt == PLAIT_FLOAT16 ? f32_to_f16_sw(f16_to_f32_sw(hs[i]) * factor)
+                                   : f32_to_bf16(bf16_to_f32(hs[i]) * factor);
 }

@@ -186,9 +186,9 @@ int plait_waitall(int n, plait_request_t reqs[], plait_status_t statuses[]);
  *    FLOAT16/BFLOAT16 compute each pairwise step in float32 and round to
  *    nearest-even; AVG is a SUM divided by the communicator size at the end,
  *    except for FLOAT16, whose narrow range (65504) would overflow where
- *    the average does not: there each rank's input is divided by the size
- *    first, then summed (so the last bits may differ from the exact average
- *    rounded once).
+ *    the average does not: there each rank's input is multiplied by
+ *    1/size (in float32) first, then summed (so the last bits may differ
+ *    from the exact average rounded once).
  *  - allreduce, allgather and bcast leave bitwise-identical results on every
  *    rank.
  *  - Errors: PLAIT_ERR_ARG names the bad argument (comm, dt, op, root, a NULL
