@@ -69,7 +69,7 @@ struct plait_request {
     uint32_t         magic;         /* not in the first 16 bytes, which the allocator
                                      * overwrites on free: a stale copy of a freed
                                      * request's handle usually still reads DEAD */
-    char             why[200];      /* rc's detail, kept at completion: the thread that
+    char             why[256];      /* rc's detail, kept at completion: the thread that
                                      * completed it (progress from another caller) may
                                      * not be the one that waits on it */
     plait_status_t   st;

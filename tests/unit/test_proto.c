@@ -563,11 +563,51 @@ static void t_give_up(void)
     x = transfer(n, 3, 64, 1);
     TAP_OK(n->c[0].failed && x.delivered == 0, "give-up: a dead peer fails the connection "
            "(after %d steps = %.2f s simulated)", x.steps, x.steps * 1e-5);
-    TAP_OK(strstr(n->c[0].why, "rank 1") != NULL, "give-up: the error names the peer: %s",
-           n->c[0].why);
+    TAP_OK(strstr(n->c[0].why, "rank 1") != NULL && !strstr(n->c[0].why, "still arrive"),
+           "give-up: the error names the peer, no path-MTU hint (nothing came): %s", n->c[0].why);
     TAP_OK(n->c[0].st.retx_timeout > 3 && n->c[0].st.retx_timeout < 200,
            "give-up: timeouts back off (%llu retransmissions in 2 s)",
            (unsigned long long)n->c[0].st.retx_timeout);
+    net_fini(n);
+    free(n);
+}
+
+/* Drops the large packets of rank 0 only: a path that loses datagrams
+ * above its MTU without telling, while small ones pass. */
+static int f_drop_large(net_t *n, int from, const uint8_t *p, size_t len, uint64_t seq)
+{
+    (void)n; (void)p; (void)seq;
+    return from == 0 && len > 400 ? NET_DROP : NET_PASS;
+}
+
+/* A peer alive (its small messages keep coming) that never acknowledges
+ * our large packets: the give-up message says where to look (the path
+ * MTU) instead of only blaming the peer. */
+static void t_give_up_black_hole(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    static uint8_t big[20000];
+    uint8_t hdr[32] = {0}, small[8] = {0};
+    int step;
+    net_cfg(&a, 0, 1, 2);
+    net_cfg(&b, 1, 1, 2);
+    net_init(n, &a, &b);
+    n->filter = f_drop_large;
+    TAP_OK(pp_send(&n->c[0], hdr, sizeof hdr, big, sizeof big) == 0, "black hole: queued");
+    for (step = 0; step < 1000000 && !n->c[0].failed; step++) {
+        pp_msg_t *m;
+        if (step % 1000 == 0)
+            pp_send(&n->c[1], hdr, sizeof hdr, small, sizeof small);
+        net_step(n, 64);
+        while ((m = pp_deliver(&n->c[0])) != NULL)
+            pp_msg_release(&n->c[0], m);
+    }
+    TAP_OK(n->c[0].failed && strstr(n->c[0].why, "rank 1") &&
+           strstr(n->c[0].why, "its packets still arrive") &&
+           strstr(n->c[0].why, "PLAIT_UDP_MTU"),
+           "black hole: the give-up message points at the path MTU (%d steps): %s", step,
+           n->c[0].why);
     net_fini(n);
     free(n);
 }
@@ -2633,6 +2673,7 @@ int main(void)
     t_ack_loss();
     t_tail_timeout();
     t_give_up();
+    t_give_up_black_hole();
     t_flow_control();
     t_flow_spurious();
     t_window_update();

@@ -1446,6 +1446,26 @@ static uint64_t path_rto(const pp_conn_t *c, int path, uint64_t rto)
     return own > rto ? own : rto;
 }
 
+
+/* The connection gives up on packet psn (unacknowledged for cfg.give_up_ns).
+ * Where the peer's own packets still came within the last half of that
+ * time, it is alive and this direction's packets vanish on the way: most
+ * often a path MTU below the interfaces' that drops the large datagrams
+ * without telling (no ICMP "fragmentation needed", which the datapath would
+ * act on); the message says so, rather than blame the peer (a black-box
+ * test: 41 MB never acknowledged while 32-byte packets came through). */
+static void give_up(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, uint64_t now)
+{
+    int n;
+    c->failed = 1;
+    n = snprintf(c->why, sizeof c->why, "rank %u stopped acknowledging (packet %u, %u bytes, "
+                 "unacked for %.1f s after %u retransmissions)", c->cfg.peer, psn, p->len,
+                 (double)(now - p->first_ns) * 1e-9, p->retx);
+    if (c->heard_ns && now - c->heard_ns < c->cfg.give_up_ns / 2 && n > 0 &&
+        (size_t)n < sizeof c->why)
+        snprintf(c->why + n, sizeof c->why - (size_t)n, "; its packets still arrive: large "
+                 "datagrams lost on the way? (path MTU below the interfaces': set PLAIT_UDP_MTU)");
+}
 /* A raised RTO floor halves back toward the configured one after
  * PP_RTO_FLOOR_HOLD_NS without a further spurious timeout: one
  * descheduled receiver early in a job must not make every later tail
@@ -1487,10 +1507,7 @@ int pp_poll(pp_conn_t *c, uint64_t now)
         limit = c->paths[p->path].down ? probe_rto(c)
                                        : path_rto(c, p->path, rto) << (p->retx < 8 ? p->retx : 8);
         if (now - p->first_ns > c->cfg.give_up_ns) {
-            c->failed = 1;
-            snprintf(c->why, sizeof c->why, "rank %u stopped acknowledging (packet %u unacked for "
-                     "%.1f s after %u retransmissions)", c->cfg.peer, psn,
-                     (double)(now - p->first_ns) * 1e-9, p->retx);
+            give_up(c, psn, p, now);
             return 1;
         }
         if (limit > ceiling)

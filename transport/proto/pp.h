@@ -482,7 +482,7 @@ struct pp_conn {
     uint64_t  tx_tag, rx_tag;     /* pp_tag(key, me, peer) and pp_tag(key, peer, me) */
     int       failed;             /* give-up reached: the error text is in why */
     uint64_t  now;                /* time of the latest call (for hooks without one) */
-    char      why[160];
+    char      why[256];
     uint64_t  rng;
     pp_stats_t st;
     pp_path_t *paths;
