@@ -199,48 +199,10 @@ static __attribute__((noinline)) int coll_run_sched_locked(const char *fn, ppt_s
     return rc;
 }
 
-/*
- * float16 PLAIT_AVG scales each rank's input by 1/size (a float32
- * multiplication) before the sum (a pre-scaled sum, as NCCL does for this
- * type), instead of dividing the sum at the end. float16 ends at 65504: two ranks averaging 49152 summed
- * to infinity first (a black-box test found it), and a ring's partial sums
- * overflow the same way. Of k inputs scaled by 1/n no partial sum exceeds
- * k/n of the largest, so no step overflows. The price: each input is
- * rounded once more, so for a size other than a power of two the result
- * may differ in its last bits from the exact average rounded once (it is
- * still the same on every rank). bfloat16, float32 and float64 have
- * float32's range or more and keep the single division at the end.
- * The copy comes from the schedules' buffer pool, whose pages stay warm (a
- * fresh malloc of a MiB is an mmap faulting in on every call). The scaling
- * multiplies: a first version divided (VDIVPS), and on one host of 4-8
- * ranks float16 AVG took 1.2-2x the time of the division at the end; a
- * profile put a quarter of the time in that division, five times the
- * reduction's (docs/PERFORMANCE.md, session 30). The extra pass remains,
- * over all n blocks for reduce_scatter where the division touched one;
- * folding the scaling into each algorithm's first read of an input would
- * win it back.
- * Returns the bytes of the scaled copy this call needs, 0 for none (an
- * in-place call is scaled here, in its buffer).
- */
-static size_t coll_avg16_bytes(pcoll_args_t *a, plait_comm_t comm)
-{
-    size_t len;
-    if (a->dt != PLAIT_FLOAT16 || a->op != PLAIT_AVG || comm->size == 1)
-        return 0;
-    len = a->count * (size_t)nblocks(a->coll, comm->size) * a->es;   /* (checked: fits) */
-    if (a->sbuf == a->rbuf && (a->coll != PCOLL_REDUCE_C || comm->rank == a->root)) {
-        /* in place: the input is the caller's to overwrite, so it is
-         * scaled where it lies and no copy is needed */
-        pcoll_mul16_to(a->rbuf, a->rbuf, len / a->es, a->dt, 1.0f / (float)comm->size);
-        a->op = PLAIT_SUM;
-        return 0;
-    }
-    return len;
-}
-
 /* Makes the call a SUM from tmp (len bytes), the input (sendbuf) scaled
- * by 1/size; the result lands in recvbuf as asked. (A peer that calls
- * float16 SUM instead is no longer told apart: both are SUMs now.) */
+ * by 1/size; the result lands in recvbuf as asked (tmp may be recvbuf
+ * itself: an in-place call stays in place). (A peer that calls float16 SUM
+ * instead is no longer told apart: both are SUMs now.) */
 static int coll_avg16_scale(const char *fn, plait_comm_t comm, pcoll_args_t *a, void *tmp,
                             size_t len)
 {
@@ -253,6 +215,44 @@ static int coll_avg16_scale(const char *fn, plait_comm_t comm, pcoll_args_t *a, 
     a->sbuf = tmp;
     a->op = PLAIT_SUM;
     return PLAIT_OK;
+}
+
+/*
+ * float16 PLAIT_AVG scales each rank's input by 1/size (a float32
+ * multiplication) before the sum (a pre-scaled sum, as NCCL does for this
+ * type), instead of dividing the sum at the end. float16 ends at 65504:
+ * two ranks averaging 49152 summed to infinity first (a black-box test
+ * found it), and a ring's partial sums overflow the same way. Of k inputs
+ * scaled by 1/n no partial sum exceeds k/n of the largest, so no step
+ * overflows. The price: each input is rounded once more, so for a size
+ * other than a power of two the result may differ in its last bits from
+ * the exact average rounded once (it is still the same on every rank).
+ * bfloat16, float32 and float64 have float32's range or more and keep the
+ * single division at the end.
+ * The copy comes from the schedules' buffer pool, whose pages stay warm (a
+ * fresh malloc of a MiB is an mmap faulting in on every call). The scaling
+ * multiplies: a first version divided (VDIVPS), and on one host of 4-8
+ * ranks float16 AVG took 1.2-2x the time of the division at the end; a
+ * profile put a quarter of the time in that division, five times the
+ * reduction's (docs/PERFORMANCE.md, session 30). The extra pass remains,
+ * over all n blocks for reduce_scatter where the division touched one;
+ * folding the scaling into each algorithm's first read of an input would
+ * win it back.
+ * Returns the bytes of the scaled copy this call needs, 0 for none (an
+ * in-place call is scaled here, in its buffer: the input is the caller's
+ * to overwrite).
+ */
+static size_t coll_avg16_bytes(const char *fn, pcoll_args_t *a, plait_comm_t comm)
+{
+    size_t len;
+    if (a->dt != PLAIT_FLOAT16 || a->op != PLAIT_AVG || comm->size == 1)
+        return 0;
+    len = a->count * (size_t)nblocks(a->coll, comm->size) * a->es;   /* (checked: fits) */
+    if (a->sbuf == a->rbuf && (a->coll != PCOLL_REDUCE_C || comm->rank == a->root)) {
+        coll_avg16_scale(fn, comm, a, a->rbuf, len);   /* (a buffer given: cannot fail) */
+        return 0;
+    }
+    return len;
 }
 
 /*
@@ -276,7 +276,7 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     PRT_CHECK(coll_check(fn, comm, a));
     if (a->count == 0 && a->coll != PCOLL_ALLTOALLV)
         return coll_nothing(fn, comm, req);
-    avg16_len = coll_avg16_bytes(a, comm);
+    avg16_len = coll_avg16_bytes(fn, a, comm);
     pthread_mutex_lock(&s->lock);
     if (req) {
         rc = pcoll_sched_new(s, comm, 8, 16, &sc);

@@ -136,8 +136,6 @@ void pcoll_reduce(void *dst, const void *a, const void *b, size_t count, plait_d
                   plait_op_t op);
 /* buf[i] /= divisor (floating types; AVG's final step). */
 void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor);
-/* dst[i] = src[i] / divisor, the same arithmetic (dst may be src). */
-void pcoll_scale_to(void *dst, const void *src, size_t count, plait_dtype_t dt, int divisor);
 /* dst[i] = src[i] * factor for float16 / bfloat16, in float32 rounded to
  * nearest-even, the same bits in every family (dst may be src): a
  * multiplication where the scaling need not be a division, which costs

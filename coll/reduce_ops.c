@@ -353,11 +353,12 @@ static void red_avx512(void *dst, const void *a, const void *b, size_t n, plait_
     REDUCE_BODY
 }
 
-/* AVG's division of 16-bit floats, dst = src / divisor (in place or not),
- * through the same loops: the SUM slot of VEC16 divides by the broadcast
- * divisor instead (y, loaded from the same buffer, is unused). IEEE division and the conversions give the
- * scalar code's bits; the scalar float16 conversion ran at 0.3 GB/s, forty
- * times slower than the reduction before it. */
+/* AVG's division of 16-bit floats (dst = src / by) and float16 AVG's
+ * pre-scaling (dst = src * by), through the same loops: the SUM slot of
+ * VEC16 divides or multiplies by the broadcast value instead (y, loaded
+ * from the same buffer, is unused). IEEE arithmetic and the conversions
+ * give the scalar code's bits; the scalar float16 conversion ran at 0.3
+ * GB/s, forty times slower than the reduction before it. */
 #define DIV_BY_DV(x, y) ((void)(y), (x) / dv)   /* GCC vector division: DIVPS */
 #define MUL_BY_DV(x, y) ((void)(y), (x) * dv)   /* (float16 AVG's pre-scaling) */
 #define SCALE16_FN(NAME, OPM, TARGET, VT, SET1, MUL, MIN, MAX, NANA, WF, LOOPF, WB, LOOPB) \
@@ -453,48 +454,39 @@ const char *pcoll_reduce_isa(void)
 }
 
 /* AVG's division: once per element, x / (float or double)divisor, so every
- * family agrees (the 16-bit floats through the family's vectors). dst may
- * be src. */
-void pcoll_scale_to(void *dst, const void *src, size_t count, plait_dtype_t dt, int divisor)
+ * family agrees (the 16-bit floats through the family's vectors). */
+void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor)
 {
-    uint16_t *h = dst;
-    const uint16_t *hs = src;
+    uint16_t *h = buf;
     red_ready();
     if (scale16_fn && (dt == PLAIT_FLOAT16 || dt == PLAIT_BFLOAT16)) {
-        scale16_fn(dst, src, count, dt, (float)divisor);
+        scale16_fn(buf, buf, count, dt, (float)divisor);
         return;
     }
     switch (dt) {
     case PLAIT_FLOAT32: {
-        float *f = dst;
-        const float *fs = src;
+        float *f = buf;
         for (size_t i = 0; i < count; i++)
-            f[i] = fs[i] / (float)divisor;
+            f[i] = f[i] / (float)divisor;
         break;
     }
     case PLAIT_FLOAT64: {
-        double *f = dst;
-        const double *fs = src;
+        double *f = buf;
         for (size_t i = 0; i < count; i++)
-            f[i] = fs[i] / (double)divisor;
+            f[i] = f[i] / (double)divisor;
         break;
     }
     case PLAIT_FLOAT16:
         for (size_t i = 0; i < count; i++)
-            h[i] = f32_to_f16_sw(f16_to_f32_sw(hs[i]) / (float)divisor);
+            h[i] = f32_to_f16_sw(f16_to_f32_sw(h[i]) / (float)divisor);
         break;
     case PLAIT_BFLOAT16:
         for (size_t i = 0; i < count; i++)
-            h[i] = f32_to_bf16(bf16_to_f32(hs[i]) / (float)divisor);
+            h[i] = f32_to_bf16(bf16_to_f32(h[i]) / (float)divisor);
         break;
     default:
         break;
     }
-}
-
-void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor)
-{
-    pcoll_scale_to(buf, buf, count, dt, divisor);
 }
 
 void pcoll_mul16_to(void *dst, const void *src, size_t count, plait_dtype_t dt, float factor)

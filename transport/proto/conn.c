@@ -1446,7 +1446,6 @@ static uint64_t path_rto(const pp_conn_t *c, int path, uint64_t rto)
     return own > rto ? own : rto;
 }
 
-
 /* The connection gives up on packet psn (unacknowledged for cfg.give_up_ns).
  * Where the peer's own packets still came within the last half of that
  * time, it is alive and this direction's packets vanish on the way: most
@@ -1466,6 +1465,7 @@ static void give_up(pp_conn_t *c, uint32_t psn, const pp_pkt_t *p, uint64_t now)
         snprintf(c->why + n, sizeof c->why - (size_t)n, "; its packets still arrive: large "
                  "datagrams lost on the way? (path MTU below the interfaces': set PLAIT_UDP_MTU)");
 }
+
 /* A raised RTO floor halves back toward the configured one after
  * PP_RTO_FLOOR_HOLD_NS without a further spurious timeout: one
  * descheduled receiver early in a job must not make every later tail
