@@ -6,8 +6,8 @@
  * doubling: the lower rank's data is always the left operand). PLAIT_AVG is a
  * SUM whose result is divided by the communicator size as the last step of
  * the rank that computed it (or, for recursive doubling, identically on all);
- * float16's AVG arrives here as a SUM of inputs divided first (coll/api.c,
- * coll_avg16_bytes).
+ * float16's AVG arrives here as a SUM of inputs scaled by 1/n first
+ * (coll/api.c, coll_avg16_prescale).
  *
  * Non-power-of-two sizes (recursive doubling and Rabenseifner) fold first:
  * with pof2 the largest power of two <= n and rem = n - pof2, each even rank

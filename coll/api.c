@@ -144,16 +144,83 @@ static int coll_build(pcoll_sched_t *sc, const pcoll_args_t *a, int algo)
     }
 }
 
+/* Makes the call a SUM from tmp (len bytes), the input (sendbuf) scaled
+ * by 1/size; the result lands in recvbuf as asked (tmp may be recvbuf
+ * itself: an in-place call stays in place). (A peer that calls float16 SUM
+ * instead is no longer told apart: both are SUMs now.) */
+static int coll_avg16_scale(const char *fn, plait_comm_t comm, pcoll_args_t *a, void *tmp,
+                            size_t len)
+{
+    if (!tmp) {
+        comm->coll_seq++;       /* the other ranks' numbering goes on (coll_start) */
+        return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for the %zu-byte scaled copy of the "
+                       "float16 input (PLAIT_AVG)", fn, len);
+    }
+    pcoll_take_input(tmp, a->sbuf, len / a->es, a->dt, a->op, comm->size);
+    a->sbuf = tmp;
+    a->op = PLAIT_SUM;
+    return PLAIT_OK;
+}
+
+/*
+ * float16 PLAIT_AVG scales each rank's input by 1/size (a float32
+ * multiplication) before the sum (a pre-scaled sum, as NCCL does for this
+ * type), instead of dividing the sum at the end. float16 ends at 65504:
+ * two ranks averaging 49152 summed to infinity first (a black-box test
+ * found it), and a ring's partial sums overflow the same way. Of k inputs
+ * scaled by 1/n no partial sum exceeds k/n of the largest, so no step
+ * overflows. The price: each input is rounded once more, so for a size
+ * other than a power of two the result may differ in its last bits from
+ * the exact average rounded once (it is still the same on every rank).
+ * bfloat16, float32 and float64 have float32's range or more and keep the
+ * single division at the end.
+ * Where the inputs are scaled: the algorithms that read every input
+ * themselves inside one host (the direct reads of coll/shm.c, the area of
+ * coll/shm_small.c) scale each piece as they first take it in, while it is
+ * in cache (pcoll_prescaled); every other algorithm gets a scaled copy of
+ * the input and a plain SUM (coll_avg16_prescale). The copy was once made
+ * for every algorithm: one more pass over memory, which on one host of 4-8
+ * ranks made float16 AVG 1.1-2.3x slower than the SUM (docs/PERFORMANCE.md,
+ * sessions 30 and 31). Both ways round each scaled input the same way.
+ */
+static int coll_avg16(const pcoll_args_t *a, plait_comm_t comm)
+{
+    return pcoll_prescaled(a->dt, a->op) && comm->size > 1;
+}
+
+/* The scaled copy for an algorithm that does not scale as it reads: in
+ * place in the caller's buffer (the input is the caller's to overwrite),
+ * else from the schedule sc (which then owns it) or from the schedules'
+ * buffer pool (*pool, whose pages stay warm: a fresh malloc of a MiB is an
+ * mmap faulting in on every call). */
+static int coll_avg16_prescale(const char *fn, plait_comm_t comm, pcoll_args_t *a,
+                               pcoll_sched_t *sc, void **pool, size_t *cap)
+{
+    size_t len = a->count * (size_t)nblocks(a->coll, comm->size) * a->es;   /* (checked: fits) */
+    void *tmp;
+    if (a->sbuf == a->rbuf && (a->coll != PCOLL_REDUCE_C || comm->rank == a->root))
+        tmp = a->rbuf;
+    else
+        tmp = sc ? pcoll_sched_tmp(sc, len) : (*pool = pcoll_pool_get(len, cap));
+    return coll_avg16_scale(fn, comm, a, tmp, len);
+}
+
 /* Builds the chosen schedule into sc and starts it; a blocking call's
  * request lives in storage (else NULL). */
-static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *in,
                       pcoll_sched_t *sc, plait_request_t storage, plait_request_t *r)
 {
-    int rc;
-    pcoll_sched_set_reduce(sc, a->dt, a->op);
-    sc->sig = pcoll_call_sig(a);
+    pcoll_args_t a = *in;
+    int rc, algo = pcoll_select(s, comm, &a);
+    if (coll_avg16(&a, comm) && !pcoll_shm_algo(a.coll, algo) &&
+        (rc = coll_avg16_prescale(fn, comm, &a, sc, NULL, NULL)) != PLAIT_OK) {
+        pcoll_sched_free(sc);   /* (the numbering went on: coll_avg16_scale) */
+        return rc;
+    }
+    pcoll_sched_set_reduce(sc, a.dt, a.op);
+    sc->sig = pcoll_call_sig(&a);
     sc->fn = fn;
-    rc = coll_build(sc, a, pcoll_select(s, comm, a));
+    rc = coll_build(sc, &a, algo);
     if (rc != PLAIT_OK) {
         comm->coll_seq++;       /* the other ranks' numbering goes on */
         pcoll_sched_free(sc);
@@ -199,62 +266,6 @@ static __attribute__((noinline)) int coll_run_sched_locked(const char *fn, ppt_s
     return rc;
 }
 
-/* Makes the call a SUM from tmp (len bytes), the input (sendbuf) scaled
- * by 1/size; the result lands in recvbuf as asked (tmp may be recvbuf
- * itself: an in-place call stays in place). (A peer that calls float16 SUM
- * instead is no longer told apart: both are SUMs now.) */
-static int coll_avg16_scale(const char *fn, plait_comm_t comm, pcoll_args_t *a, void *tmp,
-                            size_t len)
-{
-    if (!tmp) {
-        comm->coll_seq++;       /* the other ranks' numbering goes on (coll_start) */
-        return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for the %zu-byte scaled copy of the "
-                       "float16 input (PLAIT_AVG)", fn, len);
-    }
-    pcoll_mul16_to(tmp, a->sbuf, len / a->es, a->dt, 1.0f / (float)comm->size);
-    a->sbuf = tmp;
-    a->op = PLAIT_SUM;
-    return PLAIT_OK;
-}
-
-/*
- * float16 PLAIT_AVG scales each rank's input by 1/size (a float32
- * multiplication) before the sum (a pre-scaled sum, as NCCL does for this
- * type), instead of dividing the sum at the end. float16 ends at 65504:
- * two ranks averaging 49152 summed to infinity first (a black-box test
- * found it), and a ring's partial sums overflow the same way. Of k inputs
- * scaled by 1/n no partial sum exceeds k/n of the largest, so no step
- * overflows. The price: each input is rounded once more, so for a size
- * other than a power of two the result may differ in its last bits from
- * the exact average rounded once (it is still the same on every rank).
- * bfloat16, float32 and float64 have float32's range or more and keep the
- * single division at the end.
- * The copy comes from the schedules' buffer pool, whose pages stay warm (a
- * fresh malloc of a MiB is an mmap faulting in on every call). The scaling
- * multiplies: a first version divided (VDIVPS), and on one host of 4-8
- * ranks float16 AVG took 1.2-2x the time of the division at the end; a
- * profile put a quarter of the time in that division, five times the
- * reduction's (docs/PERFORMANCE.md, session 30). The extra pass remains,
- * over all n blocks for reduce_scatter where the division touched one;
- * folding the scaling into each algorithm's first read of an input would
- * win it back.
- * Returns the bytes of the scaled copy this call needs, 0 for none (an
- * in-place call is scaled here, in its buffer: the input is the caller's
- * to overwrite).
- */
-static size_t coll_avg16_bytes(const char *fn, pcoll_args_t *a, plait_comm_t comm)
-{
-    size_t len;
-    if (a->dt != PLAIT_FLOAT16 || a->op != PLAIT_AVG || comm->size == 1)
-        return 0;
-    len = a->count * (size_t)nblocks(a->coll, comm->size) * a->es;   /* (checked: fits) */
-    if (a->sbuf == a->rbuf && (a->coll != PCOLL_REDUCE_C || comm->rank == a->root)) {
-        coll_avg16_scale(fn, comm, a, a->rbuf, len);   /* (a buffer given: cannot fail) */
-        return 0;
-    }
-    return len;
-}
-
 /*
  * One path for every collective: req NULL = blocking. A blocking call keeps
  * its schedule and its request on the stack (nothing allocated for small
@@ -268,32 +279,26 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     ppt_state_t *s;
     pcoll_sched_t *sc;
     plait_request_t r = NULL;
-    void *avg16 = NULL;   /* a blocking call's scaled copy (coll_avg16_bytes) */
-    size_t avg16_len, avg16_cap = 0;
+    void *avg16 = NULL;   /* the pair path's scaled copy (coll_avg16_prescale) */
+    size_t avg16_cap = 0;
     int rc;
     if (!(s = ppt_enter(&rc, fn)))
         return rc;
     PRT_CHECK(coll_check(fn, comm, a));
     if (a->count == 0 && a->coll != PCOLL_ALLTOALLV)
         return coll_nothing(fn, comm, req);
-    avg16_len = coll_avg16_bytes(fn, a, comm);
     pthread_mutex_lock(&s->lock);
     if (req) {
         rc = pcoll_sched_new(s, comm, 8, 16, &sc);
-        if (rc == PLAIT_OK && avg16_len &&   /* the schedule owns the copy */
-            (rc = coll_avg16_scale(fn, comm, a, pcoll_sched_tmp(sc, avg16_len), avg16_len)))
-            pcoll_sched_free(sc);
-        else if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
+        if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
             *req = r;
-    } else if (avg16_len &&
-               (rc = coll_avg16_scale(fn, comm, a, avg16 = pcoll_pool_get(avg16_len, &avg16_cap),
-                                      avg16_len))) {
-        /* (nothing started) */
     } else if (pcoll_area_use_locked(s, comm, a, fn, &rc)) {
-        if (rc == PLAIT_OK)
+        if (rc == PLAIT_OK)   /* (float16 AVG scaled on the way into the slots) */
             rc = pcoll_area_run_locked(s, comm, a, fn);
     } else if (pcoll_pair_use(s, comm, a)) {
-        rc = pcoll_pair_run_locked(s, comm, a, fn);
+        if (!coll_avg16(a, comm) ||
+            (rc = coll_avg16_prescale(fn, comm, a, NULL, &avg16, &avg16_cap)) == PLAIT_OK)
+            rc = pcoll_pair_run_locked(s, comm, a, fn);
     } else {
         rc = coll_run_sched_locked(fn, s, comm, a);
     }

@@ -141,6 +141,35 @@ void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor);
  * multiplication where the scaling need not be a division, which costs
  * several times more (VDIVPS). */
 void pcoll_mul16_to(void *dst, const void *src, size_t count, plait_dtype_t dt, float factor);
+/*
+ * float16 PLAIT_AVG sums inputs scaled by 1/n (coll/api.c says why). The
+ * algorithms that read every input themselves (coll/shm.c's direct reads,
+ * coll/shm_small.c's area) scale each as they first take it in
+ * (pcoll_take_input, pcoll_reduce_step): no pass of its own. The others get
+ * a scaled copy and a plain SUM (coll/api.c, coll_avg16_prescale). So a
+ * call that reaches an algorithm still as float16 AVG, n > 1, is one of the
+ * first kind: it sums (pcoll_red_op) and never divides (pcoll_divides).
+ */
+static inline int pcoll_prescaled(plait_dtype_t dt, plait_op_t op)
+{
+    return dt == PLAIT_FLOAT16 && op == PLAIT_AVG;
+}
+static inline plait_op_t pcoll_red_op(plait_dtype_t dt, plait_op_t op)
+{
+    return pcoll_prescaled(dt, op) ? PLAIT_SUM : op;
+}
+static inline int pcoll_divides(plait_dtype_t dt, plait_op_t op)
+{
+    return op == PLAIT_AVG && !pcoll_prescaled(dt, op);
+}
+/* float16 dst[i] = a[i] + (b[i] * factor rounded to float16): the bits of
+ * pcoll_mul16_to into a copy, then pcoll_reduce's SUM, in one pass (dst may
+ * be a). */
+void pcoll_add_scaled16(void *dst, const void *a, const void *b, size_t count, float factor);
+/* dst = an input of count elements, taken into a reduction over n ranks:
+ * copied, or scaled by 1/n where pcoll_prescaled (dst may be src then). */
+void pcoll_take_input(void *dst, const void *src, size_t count, plait_dtype_t dt, plait_op_t op,
+                      int n);
 /* Which kernel family runs here: "avx512", "avx2" or "scalar". */
 const char *pcoll_reduce_isa(void);
 /* Makes every later pcoll_reduce use one family (pref as PLAIT_REDUCE_ISA:
@@ -211,6 +240,8 @@ int pcoll_reduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_allgather_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_alltoall_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_bcast_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
+/* 1 when algo of coll is one of those (coll/select.c). */
+int pcoll_shm_algo(int coll, int algo);
 /* 1 when every other rank of comm is reached through shm with direct reads. */
 int pcoll_shm_usable(ppt_state_t *s, plait_comm_t comm);
 /* len bytes at addr in comm rank peer's memory into buf (process_vm_readv
@@ -233,7 +264,8 @@ static inline int pcoll_reduce_turn(plait_comm_t comm, int k)
 /* Rank p's turn in such a reduction, m elements: x_p is own (this rank's)
  * or read directly from addr in rank p's memory (through scratch; the first
  * turn's straight into acc); then acc = x_p on the first turn, acc = acc op
- * x_p after. AVG is the caller's. */
+ * x_p after, x_p scaled first where pcoll_prescaled. AVG's division is the
+ * caller's. */
 int pcoll_reduce_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int p, int first,
                       const char *own, uint64_t addr, char *acc, char *scratch, size_t m);
 int pcoll_allgather_ring(pcoll_sched_t *sc, const pcoll_args_t *a);

@@ -386,6 +386,27 @@ SCALE16_AVX2(scale16_avx2, DIV_BY_DV)
 SCALE16_AVX512(scale16_avx512, DIV_BY_DV)
 SCALE16_AVX2(mul16_avx2, MUL_BY_DV)
 SCALE16_AVX512(mul16_avx512, MUL_BY_DV)
+
+/* float16 AVG's fused turn (pcoll_add_scaled16): x + y scaled and rounded to
+ * float16 on the way, in registers: the bits of pcoll_mul16_to's element
+ * (NANA keeps a NaN's payload) followed by VEC16's SUM of it. */
+#define ADDSC256(x, y) \
+    _mm256_add_ps(x, _mm256_cvtph_ps(CVT256_OUT(NANA256(y, _mm256_mul_ps(y, dv)))))
+#define ADDSC512(x, y) \
+    _mm512_add_ps(x, _mm512_cvtph_ps(CVT512_OUT(NANA512(y, _mm512_mul_ps(y, dv)))))
+#define ADDSC16_FN(NAME, TARGET, VT, SET1, ADDSC, MUL, MIN, MAX, NANA, W, LOOPF) \
+    __attribute__((target(TARGET)))                                            \
+    static void NAME(void *dst, const void *a, const void *b, size_t n, float by) \
+    {                                                                          \
+        plait_op_t op = PLAIT_SUM;                                             \
+        VT dv = SET1(by);                                                      \
+        VEC16(W, LOOPF, ADDSC, MUL, MIN, MAX, NANA);                           \
+    }
+ADDSC16_FN(addsc16_avx2, "avx2,f16c", __m256, _mm256_set1_ps, ADDSC256, _mm256_mul_ps,
+           _mm256_min_ps, _mm256_max_ps, NANA256, 8, F16_AVX2)
+ADDSC16_FN(addsc16_avx512, "avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,prefer-vector-width=512",
+           __m512, _mm512_set1_ps, ADDSC512, _mm512_mul_ps, _mm512_min_ps, _mm512_max_ps,
+           NANA512, 16, F16_AVX512)
 #endif
 
 /* ------------------------------------------------------------- dispatch */
@@ -395,6 +416,8 @@ static red_fn_t red_fn;
 /* float16 / bfloat16 AVG division of the family, NULL: the scalar loops */
 typedef void (*scale16_fn_t)(void *dst, const void *src, size_t n, plait_dtype_t dt, float by);
 static scale16_fn_t scale16_fn, mul16_fn;   /* dst = src / by, src * by */
+typedef void (*addsc16_fn_t)(void *dst, const void *a, const void *b, size_t n, float by);
+static addsc16_fn_t addsc16_fn;             /* float16 dst = a + b * by */
 
 /* pref: PLAIT_REDUCE_ISA (0 auto, 1 scalar, 2 avx2, 3 avx512); a family the
  * CPU lacks falls back to the best it has. */
@@ -403,6 +426,7 @@ static void red_pick(int pref)
     red_fn_t fn = red_scalar;
     const char *name = "scalar";
     scale16_fn = mul16_fn = NULL;
+    addsc16_fn = NULL;
 #ifdef PCOLL_X86
     int has512, has2;
     __builtin_cpu_init();
@@ -414,11 +438,13 @@ static void red_pick(int pref)
         name = "avx512";
         scale16_fn = scale16_avx512;
         mul16_fn = mul16_avx512;
+        addsc16_fn = addsc16_avx512;
     } else if (has2 && pref != 1) {
         fn = red_avx2;
         name = "avx2";
         scale16_fn = scale16_avx2;
         mul16_fn = mul16_avx2;
+        addsc16_fn = addsc16_avx2;
     }
 #endif
     red_isa_name = name;
@@ -501,4 +527,28 @@ void pcoll_mul16_to(void *dst, const void *src, size_t count, plait_dtype_t dt, 
     for (size_t i = 0; i < count; i++)
         h[i] = dt == PLAIT_FLOAT16 ? f32_to_f16_sw(f16_to_f32_sw(hs[i]) * factor)
                                    : f32_to_bf16(bf16_to_f32(hs[i]) * factor);
+}
+
+void pcoll_add_scaled16(void *dst, const void *a, const void *b, size_t count, float factor)
+{
+    uint16_t *h = dst;
+    const uint16_t *ha = a, *hb = b;
+    red_ready();
+    if (addsc16_fn) {
+        addsc16_fn(dst, a, b, count, factor);
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        float y = f16_to_f32_sw(f32_to_f16_sw(f16_to_f32_sw(hb[i]) * factor));
+        h[i] = f32_to_f16_sw(f32_op(f16_to_f32_sw(ha[i]), y, PLAIT_SUM));
+    }
+}
+
+void pcoll_take_input(void *dst, const void *src, size_t count, plait_dtype_t dt, plait_op_t op,
+                      int n)
+{
+    if (pcoll_prescaled(dt, op))
+        pcoll_mul16_to(dst, src, count, dt, 1.0f / (float)n);
+    else if (dst != src)
+        memcpy(dst, src, count * plait_dtype_size(dt));
 }

@@ -209,7 +209,7 @@ static int rule_matches(const pcoll_rule_t *rl, int coll, size_t bytes, int n, i
     return !(rl->pof2 && (n & (n - 1)));
 }
 
-static int is_shm_algo(int coll, int algo)
+int pcoll_shm_algo(int coll, int algo)
 {
     return (coll == PCOLL_ALLREDUCE && algo == PCOLL_AR_SHM) ||
            (coll == PCOLL_ALLGATHER && algo == PCOLL_AG_SHM) ||
@@ -265,7 +265,7 @@ int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
     int forced = pcoll_forced(&s->cfg, a->coll), n = comm->size;
     const select_comm_t *c;
     size_t bytes;
-    if (forced != PCOLL_AUTO && !is_shm_algo(a->coll, forced))
+    if (forced != PCOLL_AUTO && !pcoll_shm_algo(a->coll, forced))
         return forced;
     c = select_comm(s, comm);
     if (forced != PCOLL_AUTO)
@@ -273,7 +273,7 @@ int pcoll_select(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
     bytes = select_bytes(a, n);
     for (size_t i = 0; i < PCOLL_NRULES; i++)
         if (rule_matches(&pcoll_rules[i], a->coll, bytes, n, c->hosts) &&
-            (c->shm || !is_shm_algo(a->coll, pcoll_rules[i].algo)) &&
+            (c->shm || !pcoll_shm_algo(a->coll, pcoll_rules[i].algo)) &&
             (!is_two_level(a->coll, pcoll_rules[i].algo) || pcoll_hier_useful(s, comm)))
             return pcoll_rules[i].algo;
     return 1;

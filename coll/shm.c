@@ -13,7 +13,8 @@
  *    1. exchange addresses; rank i reduces slice i over ranks i+1, .., n-1,
  *       0, .., i in that order (pcoll_reduce_turn: the readers spread over
  *       the owners), reading each peer's part in L2-sized chunks; AVG
- *       divides there. The result goes to
+ *       divides there (float16 AVG scales each part as it is read:
+ *       pcoll_prescaled). The result goes to
  *       its own recvbuf slice (in place: to scratch, since peers still read
  *       that slice of its input).
  *    2. done; rank i copies every other slice from its reducer's result.
@@ -150,19 +151,19 @@ int pcoll_reduce_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, 
                       const char *own, uint64_t addr, char *acc, char *scratch, size_t m)
 {
     const char *src = own;
+    char *to = first ? acc : scratch;
     int rc;
     if (!src) {
-        char *to = first ? acc : scratch;
         if ((rc = pcoll_direct_read(s, comm, p, addr, to, m * a->es)) != PLAIT_OK)
             return rc;
         src = to;
     }
-    if (first) {
-        if (src != acc)
-            memcpy(acc, src, m * a->es);
-    } else {
+    if (first)
+        pcoll_take_input(acc, src, m, a->dt, a->op, comm->size);
+    else if (pcoll_prescaled(a->dt, a->op))
+        pcoll_add_scaled16(acc, acc, src, m, 1.0f / (float)comm->size);
+    else
         pcoll_reduce(acc, acc, src, m, a->dt, a->op);
-    }
     return PLAIT_OK;
 }
 
@@ -185,7 +186,7 @@ static int shm_reduce_slice(pcoll_sched_t *sc, void *arg)
                 return rc;
         }
     }
-    if (c->a.op == PLAIT_AVG)
+    if (pcoll_divides(c->a.dt, c->a.op))
         pcoll_scale(c->mine, c->cnt, c->a.dt, n);
     return PLAIT_OK;
 }

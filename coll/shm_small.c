@@ -43,7 +43,9 @@
  *
  * Results: every reduction over the slots runs in rank order 0..n-1, lower
  * rank the left operand (own input copied there too: in place works), then
- * pcoll_scale for AVG: the same operations on every rank, bitwise identical.
+ * pcoll_scale for AVG (float16 AVG's inputs go into the slots scaled
+ * instead: area_exchange_input): the same operations on every rank, bitwise
+ * identical.
  * (area_allreduce_pieces reads its inputs directly, in turn order; each
  * element is still reduced by one rank only.)
  * allreduce: every rank reduces the whole vector (one phase: for a few KiB
@@ -596,19 +598,36 @@ static int area_exchange(const area_call_t *c, uint32_t s, const void *src, size
     return PLAIT_OK;
 }
 
+/* Publishes this rank's input of a reduction (len bytes of sendbuf) as
+ * call s, as area_exchange, scaled on the way into the slot where
+ * pcoll_prescaled (float16 AVG: the slots then hold addends of a SUM). */
+static int area_exchange_input(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
+                               size_t len, int root, int from)
+{
+    int rc;
+    if (!pcoll_prescaled(a->dt, a->op))
+        return area_exchange(c, s, a->sbuf, len, len, root, from);
+    if ((rc = area_reuse(c, s)) != PLAIT_OK)   /* (before writing into the slot) */
+        return rc;
+    pcoll_take_input(area_data(area_slot(c->A, c->comm->rank, s)), a->sbuf, len / a->es, a->dt,
+                     a->op, c->comm->size);
+    return area_exchange(c, s, NULL, 0, len, root, from);
+}
+
 /* dst = x_0 op x_1 op ... op x_{n-1} (left to right) over cnt elements,
  * x_p = rank p's slot data + off; AVG divides by n at the end. */
 static void area_reduce_n(const area_call_t *c, const pcoll_args_t *a, uint32_t s, void *dst,
                           size_t off, size_t cnt)
 {
     int n = c->comm->size;
+    plait_op_t op = pcoll_red_op(a->dt, a->op);
     if (cnt == 0)
         return;
     pcoll_reduce(dst, area_data(area_slot(c->A, 0, s)) + off,
-                 area_data(area_slot(c->A, 1, s)) + off, cnt, a->dt, a->op);
+                 area_data(area_slot(c->A, 1, s)) + off, cnt, a->dt, op);
     for (int p = 2; p < n; p++)
-        pcoll_reduce(dst, dst, area_data(area_slot(c->A, p, s)) + off, cnt, a->dt, a->op);
-    if (a->op == PLAIT_AVG)
+        pcoll_reduce(dst, dst, area_data(area_slot(c->A, p, s)) + off, cnt, a->dt, op);
+    if (pcoll_divides(a->dt, a->op))
         pcoll_scale(dst, cnt, a->dt, n);
 }
 
@@ -656,7 +675,7 @@ static int area_allreduce_2phase(const area_call_t *c, const pcoll_args_t *a, ui
     size_t off = pcoll_blk_off(a->count, n, r) * es, cnt = pcoll_blk_cnt(a->count, n, r);
     char *R = a->rbuf;
     uint32_t s2;
-    if ((rc = area_exchange(c, s, a->sbuf, b, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+    if ((rc = area_exchange_input(c, a, s, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
         return rc;
     area_reduce_n(c, a, s, R + off, off, cnt);
     s2 = ++c->A->seq;
@@ -681,7 +700,7 @@ static int area_reduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint3
     size_t b = a->count * a->es, es = a->es;
     size_t off = pcoll_blk_off(a->count, n, r) * es, cnt = pcoll_blk_cnt(a->count, n, r);
     uint32_t s2;
-    if ((rc = area_exchange(c, s, a->sbuf, b, b, root, AREA_WAIT_ALL)) != PLAIT_OK)
+    if ((rc = area_exchange_input(c, a, s, b, root, AREA_WAIT_ALL)) != PLAIT_OK)
         return rc;
     s2 = ++c->A->seq;
     if ((rc = area_reuse(c, s2)) != PLAIT_OK)   /* before writing into slot s2 */
@@ -716,7 +735,7 @@ static int area_piece_reduce(const area_call_t *c, const pcoll_args_t *a, const 
                                     c->A->scratch, m)) != PLAIT_OK)
             return rc;
     }
-    if (a->op == PLAIT_AVG)
+    if (pcoll_divides(a->dt, a->op))
         pcoll_scale(dst, m, a->dt, n);
     return PLAIT_OK;
 }
@@ -782,7 +801,7 @@ static int area_rooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
     case PCOLL_REDUCE_C:
         if (area_two_phase(n, b, AREA_RE_ONE_PHASE))
             return area_reduce_2phase(c, a, s);
-        rc = area_exchange(c, s, S, b, b, root, r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE);
+        rc = area_exchange_input(c, a, s, b, root, r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE);
         if (rc == PLAIT_OK && r == root)
             area_reduce(c, a, s, R, 0);
         return rc;
@@ -824,11 +843,11 @@ static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s
             return area_allreduce_pieces(c, a, s);
         if (area_two_phase(n, b, AREA_AR_ONE_PHASE))
             return area_allreduce_2phase(c, a, s);
-        if ((rc = area_exchange(c, s, S, b, b, 0, AREA_WAIT_ALL)) == PLAIT_OK)
+        if ((rc = area_exchange_input(c, a, s, b, 0, AREA_WAIT_ALL)) == PLAIT_OK)
             area_reduce(c, a, s, R, 0);
         return rc;
     case PCOLL_REDUCE_SCATTER:
-        if ((rc = area_exchange(c, s, S, nb, nb, 0, AREA_WAIT_ALL)) == PLAIT_OK)
+        if ((rc = area_exchange_input(c, a, s, nb, 0, AREA_WAIT_ALL)) == PLAIT_OK)
             area_reduce(c, a, s, R, (size_t)r * b);
         return rc;
     case PCOLL_ALLGATHER:   /* in place: this rank's block already sits at block r */

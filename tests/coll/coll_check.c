@@ -332,7 +332,7 @@ typedef struct {
 /* Result element i (input element gi) of a reduction over n ranks:
  * bitwise as expect_red, but for float16 AVG over a size other than a
  * power of two. There each rank's input is multiplied by 1/n before the sum
- * (coll/api.c, coll_avg16_bytes), and the last bits depend on the order of
+ * (coll/api.c, coll_avg16), and the last bits depend on the order of
  * the sum, which the algorithm chooses: the result must lie within n/256
  * of the exact average (the inputs are integers in [-8, 8], their scaled
  * parts and partial sums below 8, each rounded by at most 2^-9). For a

@@ -53,6 +53,36 @@ static void fill(unsigned char *p, size_t n, size_t es, uint64_t *seed)
     }
 }
 
+/* float16 AVG's fused turn (coll/shm.c): pcoll_add_scaled16(acc, x) must
+ * give the bits of the scaled copy (scalar pcoll_mul16_to) summed in
+ * (scalar pcoll_reduce), in the scalar family and in family pref, in place
+ * and into another buffer, nothing written past the result. a: x (n + 1
+ * elements, from the caller's fill), b: acc; want and got: scratch. */
+static int add_scaled_check(int pref, unsigned char *a, unsigned char *b, unsigned char *want,
+                            unsigned char *got, size_t n, int div, uint64_t *seed)
+{
+    float f = 1.0f / (float)div;
+    int bad = 0;
+    fill(b, n + 1, 2, seed);
+    pcoll_reduce_pick(1);
+    pcoll_mul16_to(want, a, n, PLAIT_FLOAT16, f);
+    pcoll_reduce(want, b, want, n, PLAIT_FLOAT16, PLAIT_SUM);   /* the reference */
+    for (int fam = 0; fam < 2; fam++) {
+        pcoll_reduce_pick(fam ? pref : 1);
+        memset(got, 0x5a, (n + 1) * 2);
+        pcoll_add_scaled16(got, b, a, n, f);
+        if ((memcmp(got, want, n * 2) != 0 || got[n * 2] != 0x5a) && bad++ < 3)
+            tap_diag("add_scaled16 %s n %zu by 1/%d: differs from mul16 + SUM",
+                     fam ? "vector" : "scalar", n, div);
+        memcpy(got, b, (n + 1) * 2);   /* in place, as coll/shm.c calls it */
+        pcoll_add_scaled16(got, got, a, n, f);
+        if (memcmp(got, want, n * 2) != 0 && bad++ < 3)
+            tap_diag("add_scaled16 %s n %zu in place: differs", fam ? "vector" : "scalar", n);
+    }
+    pcoll_reduce_pick(pref);
+    return bad;
+}
+
 /* One family against the scalar results: the number of disagreeing cases. */
 static int family_check(int pref, uint64_t seed0)
 {
@@ -112,6 +142,8 @@ static int family_check(int pref, uint64_t seed0)
             if ((memcmp(got + 2, want + 2, n * 2) != 0 || got[2 + n * 2] != 0x5a ||
                  got[0] != 0x5a || memcmp(a, b, (n + 1) * 2) != 0) && bad++ < 5)
                 tap_diag("mul16 type %d n %zu by 1/%d: differs from scalar", (int)dt, n, div);
+            if (dt == PLAIT_FLOAT16)
+                bad += add_scaled_check(pref, a, b, want, got, n, div, &seed);
         }
     }
     free(a);
@@ -171,9 +203,9 @@ int main(void)
                "a NaN stays NaN", got);
         if (pref > 1) {
             int bad = family_check(pref, seed);
-            TAP_OK(bad == 0, "%s gives the scalar kernels' bits: every type x op and AVG's "
-                   "division, lengths 0-%d, unaligned, in place (%d cases differ)", got, MAXN,
-                   bad);
+            TAP_OK(bad == 0, "%s gives the scalar kernels' bits: every type x op, AVG's "
+                   "division, float16 AVG's scaling (copied, and fused into the sum), lengths "
+                   "0-%d, unaligned, in place (%d cases differ)", got, MAXN, bad);
         }
     }
     return tap_done();
