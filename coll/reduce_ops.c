@@ -12,8 +12,8 @@
  * computes bitwise the same result: integer ops wrap (two's complement),
  * float ops are IEEE single/double in the same order (a sum or product of
  * two NaNs gives the left one, NAN_LEFT, whatever the operand order the
- * compiler picks), min/max follow the
- * x86 MINPS/MAXPS rule (x < y ? x : y) everywhere, and 16-bit floats compute
+ * compiler picks), min/max of floats are IEEE 754-2019 minimum / maximum
+ * (FMIN / FMAX: a NaN on either side wins, -0 < +0), and 16-bit floats compute
  * each pairwise step in float32 and round to nearest-even.
  */
 #include "config.h"
@@ -138,6 +138,19 @@ static inline uint16_t f32_to_f16_sw(float f)
  * does not depend on code generation; a NaN on the right alone comes out of
  * e quieted in either operand order. */
 #define NAN_LEFT(x, e) ((x) != (x) ? (x) + (x) : (e))
+/* MIN and MAX of the floating types: IEEE 754-2019 minimum and maximum, so
+ * that no result depends on the operand order, which the algorithm picks
+ * (the rank that holds a value, its place in a ring or a slice): a NaN on
+ * either side comes out (quieted; the left one's when both are NaN), and -0
+ * is below +0 (of two zeros -(-x - y) is -0 if either is, x + y +0 if
+ * either is). The x86 MINPS rule (x < y ? x : y) used before kept a NaN
+ * only on the right and returned either zero: a MAX over ranks kept or
+ * dropped a NaN by the rank that held it (a black-box test). Integers
+ * keep PMIN / PMAX. */
+#define FMIN(x, y) NAN_LEFT(x, NAN_LEFT(y, (x) < (y) ? (x) : (y) < (x) ? (y)          \
+                                                 : (x) == 0 ? -(-(x) - (y)) : (x)))
+#define FMAX(x, y) NAN_LEFT(x, NAN_LEFT(y, (x) > (y) ? (x) : (y) > (x) ? (y)          \
+                                                 : (x) == 0 ? (x) + (y) : (x)))
 
 #define LOOP(T, EXPR)                                                          \
     do {                                                                       \
@@ -162,8 +175,8 @@ static inline uint16_t f32_to_f16_sw(float f)
     switch (op) {                                                              \
     case PLAIT_SUM: case PLAIT_AVG: LOOP(T, NAN_LEFT(x, x + y)); break;        \
     case PLAIT_PROD: LOOP(T, NAN_LEFT(x, x * y)); break;                       \
-    case PLAIT_MIN: LOOP(T, PMIN(x, y)); break;                                \
-    case PLAIT_MAX: LOOP(T, PMAX(x, y)); break;                                \
+    case PLAIT_MIN: LOOP(T, FMIN(x, y)); break;                                \
+    case PLAIT_MAX: LOOP(T, FMAX(x, y)); break;                                \
     }
 
 #define BF16_OPS()                                                             \
@@ -173,17 +186,17 @@ static inline uint16_t f32_to_f16_sw(float f)
     case PLAIT_PROD:                                                           \
         LOOP(uint16_t, f32_to_bf16(f32_op(bf16_to_f32(x), bf16_to_f32(y), PLAIT_PROD))); break; \
     case PLAIT_MIN:                                                            \
-        LOOP(uint16_t, f32_to_bf16(PMIN(bf16_to_f32(x), bf16_to_f32(y)))); break; \
+        LOOP(uint16_t, f32_to_bf16(f32_op(bf16_to_f32(x), bf16_to_f32(y), PLAIT_MIN))); break; \
     case PLAIT_MAX:                                                            \
-        LOOP(uint16_t, f32_to_bf16(PMAX(bf16_to_f32(x), bf16_to_f32(y)))); break; \
+        LOOP(uint16_t, f32_to_bf16(f32_op(bf16_to_f32(x), bf16_to_f32(y), PLAIT_MAX))); break; \
     }
 
 static inline float f32_op(float x, float y, plait_op_t op)
 {
     switch (op) {
     case PLAIT_PROD: return NAN_LEFT(x, x * y);
-    case PLAIT_MIN:  return PMIN(x, y);
-    case PLAIT_MAX:  return PMAX(x, y);
+    case PLAIT_MIN:  return FMIN(x, y);
+    case PLAIT_MAX:  return FMAX(x, y);
     default:         return NAN_LEFT(x, x + y);
     }
 }
@@ -223,6 +236,16 @@ static void red_scalar(void *dst, const void *a, const void *b, size_t n, plait_
  * build returned the right one's), so the rule is applied explicitly. */
 #define NANA256(x, z) _mm256_blendv_ps(z, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q))
 #define NANA512(x, z) _mm512_mask_mov_ps(z, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x)
+/* FMIN / FMAX on vectors: MINPS both ways round agree but for two zeros,
+ * where OR (AND) of the two gives -0 (+0); then the NaNs, left first. */
+#define MIN256(x, y) \
+    NANA256(x, NANA256(y, _mm256_or_ps(_mm256_min_ps(x, y), _mm256_min_ps(y, x))))
+#define MAX256(x, y) \
+    NANA256(x, NANA256(y, _mm256_and_ps(_mm256_max_ps(x, y), _mm256_max_ps(y, x))))
+#define MIN512(x, y) \
+    NANA512(x, NANA512(y, _mm512_or_ps(_mm512_min_ps(x, y), _mm512_min_ps(y, x))))
+#define MAX512(x, y) \
+    NANA512(x, NANA512(y, _mm512_and_ps(_mm512_max_ps(x, y), _mm512_max_ps(y, x))))
 
 /* The 16-bit kernels: VEC16 runs LOOPX(EXPR) over the whole vectors of W
  * elements (pa, pb, pd, m in scope; x op y -> EXPR), the operator chosen once
@@ -328,11 +351,11 @@ static void red_avx2(void *dst, const void *a, const void *b, size_t n, plait_dt
                      plait_op_t op)
 {
     if (dt == PLAIT_FLOAT16) {
-        VEC16(8, F16_AVX2, _mm256_add_ps, _mm256_mul_ps, _mm256_min_ps, _mm256_max_ps, NANA256);
+        VEC16(8, F16_AVX2, _mm256_add_ps, _mm256_mul_ps, MIN256, MAX256, NANA256);
         return;
     }
     if (dt == PLAIT_BFLOAT16) {
-        VEC16(16, BF16_AVX2, _mm256_add_ps, _mm256_mul_ps, _mm256_min_ps, _mm256_max_ps, NANA256);
+        VEC16(16, BF16_AVX2, _mm256_add_ps, _mm256_mul_ps, MIN256, MAX256, NANA256);
         return;
     }
     REDUCE_BODY
@@ -343,11 +366,11 @@ static void red_avx512(void *dst, const void *a, const void *b, size_t n, plait_
                        plait_op_t op)
 {
     if (dt == PLAIT_FLOAT16) {
-        VEC16(16, F16_AVX512, _mm512_add_ps, _mm512_mul_ps, _mm512_min_ps, _mm512_max_ps, NANA512);
+        VEC16(16, F16_AVX512, _mm512_add_ps, _mm512_mul_ps, MIN512, MAX512, NANA512);
         return;
     }
     if (dt == PLAIT_BFLOAT16) {
-        VEC16(32, BF16_AVX512, _mm512_add_ps, _mm512_mul_ps, _mm512_min_ps, _mm512_max_ps, NANA512);
+        VEC16(32, BF16_AVX512, _mm512_add_ps, _mm512_mul_ps, MIN512, MAX512, NANA512);
         return;
     }
     REDUCE_BODY
@@ -376,10 +399,10 @@ static void red_avx512(void *dst, const void *a, const void *b, size_t n, plait_
     }
 #define SCALE16_AVX2(NAME, OPM)                                                \
     SCALE16_FN(NAME, OPM, "avx2,f16c", __m256, _mm256_set1_ps, _mm256_mul_ps, \
-               _mm256_min_ps, _mm256_max_ps, NANA256, 8, F16_AVX2, 16, BF16_AVX2)
+               MIN256, MAX256, NANA256, 8, F16_AVX2, 16, BF16_AVX2)
 #define SCALE16_AVX512(NAME, OPM)                                              \
     SCALE16_FN(NAME, OPM, "avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,prefer-vector-width=512", \
-               __m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_min_ps, _mm512_max_ps, NANA512, \
+               __m512, _mm512_set1_ps, _mm512_mul_ps, MIN512, MAX512, NANA512, \
                16, F16_AVX512, 32, BF16_AVX512)
 
 SCALE16_AVX2(scale16_avx2, DIV_BY_DV)
@@ -389,11 +412,10 @@ SCALE16_AVX512(mul16_avx512, MUL_BY_DV)
 
 /* float16 AVG's fused turn (pcoll_add_scaled16): x + y scaled and rounded to
  * float16 on the way, in registers: the bits of pcoll_mul16_to's element
- * (NANA keeps a NaN's payload) followed by VEC16's SUM of it. */
-#define ADDSC256(x, y) \
-    _mm256_add_ps(x, _mm256_cvtph_ps(CVT256_OUT(NANA256(y, _mm256_mul_ps(y, dv)))))
-#define ADDSC512(x, y) \
-    _mm512_add_ps(x, _mm512_cvtph_ps(CVT512_OUT(NANA512(y, _mm512_mul_ps(y, dv)))))
+ * followed by VEC16's SUM of it. (No NANA on the product: dv is never a
+ * NaN, and MULPS then returns y's NaN quieted, payload kept.) */
+#define ADDSC256(x, y) _mm256_add_ps(x, _mm256_cvtph_ps(CVT256_OUT(_mm256_mul_ps(y, dv))))
+#define ADDSC512(x, y) _mm512_add_ps(x, _mm512_cvtph_ps(CVT512_OUT(_mm512_mul_ps(y, dv))))
 #define ADDSC16_FN(NAME, TARGET, VT, SET1, ADDSC, MUL, MIN, MAX, NANA, W, LOOPF) \
     __attribute__((target(TARGET)))                                            \
     static void NAME(void *dst, const void *a, const void *b, size_t n, float by) \
@@ -403,9 +425,9 @@ SCALE16_AVX512(mul16_avx512, MUL_BY_DV)
         VEC16(W, LOOPF, ADDSC, MUL, MIN, MAX, NANA);                           \
     }
 ADDSC16_FN(addsc16_avx2, "avx2,f16c", __m256, _mm256_set1_ps, ADDSC256, _mm256_mul_ps,
-           _mm256_min_ps, _mm256_max_ps, NANA256, 8, F16_AVX2)
+           MIN256, MAX256, NANA256, 8, F16_AVX2)
 ADDSC16_FN(addsc16_avx512, "avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,prefer-vector-width=512",
-           __m512, _mm512_set1_ps, ADDSC512, _mm512_mul_ps, _mm512_min_ps, _mm512_max_ps,
+           __m512, _mm512_set1_ps, ADDSC512, _mm512_mul_ps, MIN512, MAX512,
            NANA512, 16, F16_AVX512)
 #endif
 

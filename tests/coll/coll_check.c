@@ -29,6 +29,7 @@
  * Env: PLAIT_TEST_SEED, PLAIT_TEST_QUICK=1 (no MiB sizes).
  * Prints "coll_check: N calls ok" on rank 0; exits 1 on the first failure.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,6 +659,45 @@ static void same_everywhere(ctx_t *x, const void *p, size_t n, const char *name)
  * results must still be bitwise identical (the avx512 half-precision
  * kernel once took the right operand's NaN where the others took the left
  * one's). */
+/* Element es bytes at p of dt as a double, NaN by its bits (f16_val's
+ * fallback has no NaN). */
+static double spec_val(plait_dtype_t dt, const void *p)
+{
+    uint16_t h;
+    float f;
+    if (dt == PLAIT_FLOAT32) {
+        memcpy(&f, p, 4);
+        return f;
+    }
+    memcpy(&h, p, 2);
+    if (dt == PLAIT_FLOAT16 ? (h & 0x7c00) == 0x7c00 && (h & 0x3ff)
+                            : (h & 0x7f80) == 0x7f80 && (h & 0x7f))
+        return NAN;
+    return dt == PLAIT_FLOAT16 ? f16_val(h) : bf16_val(h);
+}
+
+/* MIN / MAX of the special values against IEEE 754-2019 minimum / maximum,
+ * computed here: whatever order the algorithm combined the ranks in, a NaN
+ * from rank 0 or 1 comes out, and else the least (greatest) of their values
+ * and the other ranks' +0, -0 below +0. (A black-box test saw MAX keep a
+ * NaN only from the last rank.) */
+static void minmax_special(const ctx_t *x, plait_dtype_t dt, plait_op_t op, const void *t0,
+                           const void *t1, const void *out, const char *name)
+{
+    double v[3] = {spec_val(dt, t0), spec_val(dt, t1), 0.0}, want = v[0], got;
+    int nv = x->size < 2 ? 1 : x->size == 2 ? 2 : 3, nan = isnan(v[0]);
+    for (int k = 1; k < nv; k++) {
+        nan |= isnan(v[k]);
+        if (op == PLAIT_MIN ? v[k] < want || (v[k] == want && signbit(v[k]))
+                            : v[k] > want || (v[k] == want && !signbit(v[k])))
+            want = v[k];
+    }
+    got = spec_val(dt, out);
+    if (nan ? !isnan(got) : got != want || !signbit(got) != !signbit(want))
+        FAIL("%s: %s of %g and %g (and %d zeros) is %g, not %g", name, op_names[op], v[0], v[1],
+             x->size - 2 > 0 ? x->size - 2 : 0, got, nan ? NAN : want);
+}
+
 static void special_check(ctx_t *x, const char *label)
 {
     static const uint16_t h16[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e01, 0xfe02, 0x7d03,
@@ -686,6 +726,12 @@ static void special_check(ctx_t *x, const char *label)
             where = name;
             CHECK_RC(plait_allreduce(in, out, n, dt, ops[o], x->comm));
             same_everywhere(x, out, n * es, name);
+            for (size_t i = 0; i < n && (ops[o] == PLAIT_MIN || ops[o] == PLAIT_MAX); i++) {
+                const void *tab = d == 2 ? (const void *)f32 : d == 0 ? (const void *)h16
+                                                                      : (const void *)b16;
+                minmax_special(x, dt, ops[o], (const char *)tab + i / K * es,
+                               (const char *)tab + i % K * es, out + i * es, name);
+            }
             free(in);
             free(out);
             ncalls++;

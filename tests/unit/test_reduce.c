@@ -168,6 +168,44 @@ static uint16_t one16(plait_dtype_t dt, plait_op_t op, uint16_t a, uint16_t b)
     return d;
 }
 
+/* a op b of one float32 (bits) in the current family. */
+static uint32_t one32(plait_op_t op, uint32_t a, uint32_t b)
+{
+    float x, y, d;
+    uint32_t r;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    pcoll_reduce(&d, &x, &y, 1, PLAIT_FLOAT32, op);
+    memcpy(&r, &d, 4);
+    return r;
+}
+
+/* MIN and MAX of floats do not depend on the operand order (the ranks'
+ * order in an algorithm): a NaN on either side comes out quiet, -0 < +0. */
+static int minmax_rule(void)
+{
+    int ok = 1;
+    for (int t = 0; t < 2; t++) {
+        plait_dtype_t dt = t ? PLAIT_BFLOAT16 : PLAIT_FLOAT16;
+        uint16_t one = t ? 0x3f80 : 0x3c00, snan = t ? 0x7f81 : 0x7c01, q = t ? 0x7fc1 : 0x7e01;
+        for (int o = 0; o < 2; o++) {
+            plait_op_t op = o ? PLAIT_MAX : PLAIT_MIN;
+            ok &= one16(dt, op, one, snan) == q && one16(dt, op, snan, one) == q;
+            ok &= one16(dt, op, 0x0000, 0x8000) == (o ? 0x0000 : 0x8000) &&
+                  one16(dt, op, 0x8000, 0x0000) == (o ? 0x0000 : 0x8000);
+        }
+    }
+    for (int o = 0; o < 2; o++) {
+        plait_op_t op = o ? PLAIT_MAX : PLAIT_MIN;
+        ok &= one32(op, 0x3f800000, 0x7f800001) == 0x7fc00001 &&
+              one32(op, 0x7f800001, 0x3f800000) == 0x7fc00001 &&
+              one32(op, 0x7fc00002, 0xffc00003) == 0x7fc00002;
+        ok &= one32(op, 0, 0x80000000) == (o ? 0u : 0x80000000u) &&
+              one32(op, 0x80000000, 0) == (o ? 0u : 0x80000000u);
+    }
+    return ok;
+}
+
 int main(void)
 {
     static const char *names[] = {NULL, "scalar", "avx2", "avx512"};
@@ -192,6 +230,8 @@ int main(void)
                one16(PLAIT_BFLOAT16, PLAIT_SUM, 0x3f80, 0xffc5) == 0xffc5 &&
                one16(PLAIT_FLOAT16, PLAIT_SUM, 0x7c01, 0x7e02) == 0x7e01,
                "%s: a NaN comes out quiet, the left one's payload when both are NaN", got);
+        TAP_OK(minmax_rule(), "%s: MIN and MAX of floats keep a NaN from either side, "
+               "-0 below +0, in either operand order", got);
         TAP_OK(one16(PLAIT_FLOAT16, PLAIT_SUM, 0x3c00, 0x1000) == 0x3c00 &&
                one16(PLAIT_FLOAT16, PLAIT_SUM, 0x3c00, 0x1400) == 0x3c01 &&
                one16(PLAIT_FLOAT16, PLAIT_SUM, 0x7bff, 0x7bff) == 0x7c00,
