@@ -23,6 +23,9 @@
  *            a small PLAIT_TIMEOUT)
  *   rootmismatch  a 4 MB bcast with mismatched roots and a barrier, then
  *            finalize must return PLAIT_OK everywhere (small PLAIT_TIMEOUT)
+ *   hangpeer the last rank sleeps through an allreduce: the others time out,
+ *            the one sharing its host saying it waited to withdraw its sends
+ *            (small PLAIT_TIMEOUT; the last two ranks on one host)
  *   badalgo  plait_init must fail with PLAIT_ERR_ARG listing the choices
  * argv[2] "reduced": the suite with 6 datatypes (every size class, signedness
  * and float kind) instead of all 11, for the larger, oversubscribed runs.
@@ -1090,6 +1093,42 @@ static void root_mismatch(ctx_t *x)
         usleep(10000);
 }
 
+/* The last rank stops answering (it sleeps, in no plait call) while the
+ * others start a rendezvous-sized allreduce: every other rank must fail
+ * with PLAIT_ERR_TIMEOUT, and one whose send the silent rank could have
+ * been reading (same host: shared memory) waits for it to answer the
+ * withdrawal first, which its message must then say (a black-box test saw
+ * a call of twice PLAIT_TIMEOUT report one). Run with the last two ranks
+ * on one host. Then all meet again and finalize. */
+static void hang_peer(ctx_t *x)
+{
+    size_t n = 200000;
+    float *in = galloc(n * 4), *out = galloc(n * 4);
+    const char *tv = getenv("PLAIT_TIMEOUT");
+    double timeout = tv ? atof(tv) : 3, start = plait_wtime();
+    int rc, P = x->size;
+    where = "allreduce of 800 KB while the last rank sleeps";
+    if (timeout > 30 || P < 4)
+        FAIL("hangpeer mode wants a small PLAIT_TIMEOUT and 4 or more ranks");
+    for (size_t i = 0; i < n; i++)
+        in[i] = (float)x->rank;
+    CHECK_RC(plait_allreduce(in, out, n, PLAIT_FLOAT32, PLAIT_SUM, x->comm));   /* (hosts learnt) */
+    if (x->rank != P - 1) {
+        rc = plait_allreduce(in, out, n, PLAIT_FLOAT32, PLAIT_SUM, x->comm);
+        fprintf(stderr, "rank %d: %s after %.1f s: %s\n", x->rank, plait_strerror(rc),
+                plait_wtime() - start, plait_last_error());
+        if (rc != PLAIT_ERR_TIMEOUT)
+            FAIL("%s: returned %d (%s), not PLAIT_ERR_TIMEOUT", where, rc, plait_strerror(rc));
+        if (x->rank == P - 2 && !strstr(plait_last_error(), "withdrawing its sends"))
+            FAIL("%s: the message does not say the call waited to withdraw its sends: %s",
+                 where, plait_last_error());
+    }
+    gcheck_free(in, n * 4, where);
+    gcheck_free(out, n * 4, where);
+    while (plait_wtime() < start + 2 * timeout + 5)   /* all meet again (see root_mismatch) */
+        usleep(10000);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "suite";
@@ -1124,6 +1163,8 @@ int main(int argc, char **argv)
         errors(&world);
     } else if (!strcmp(mode, "rootmismatch")) {
         root_mismatch(&world);
+    } else if (!strcmp(mode, "hangpeer")) {
+        hang_peer(&world);
     } else if (!strcmp(mode, "mixed")) {
         identity_check(&world, "world (mixed kernels)");
         special_check(&world, "world (mixed kernels)");

@@ -30,14 +30,19 @@ JOB_LIMIT=150
 source "$here/../tap-lib.sh" coll
 
 # job NAME N TIMEOUT_S ENV_ASSIGNMENTS -- ARGS...: one plaitrun job that must succeed.
+# job NAME N TIMEOUT [VAR=VAL...] -- ARGS: coll_check on N ranks; N may be a
+# host list ("h1:2,h2:2": hosts that are names only, every rank on this
+# machine, which plait then treats as separate hosts).
 job() {
-    local name=$1 n=$2 tmo=$3 t0 rc
+    local name=$1 n=$2 tmo=$3 t0 rc where
     shift 3
     local envs=()
     while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
     shift
+    where=(-n "$n")
+    case $n in *:*) where=(--host "$n" --launch-agent "env PLAIT_TEST_HOST={host}") ;; esac
     t0=$(date +%s)
-    timeout -k 5 "$JOB_LIMIT" "$PLAITRUN" -n "$n" --bind-to none --timeout $((JOB_LIMIT - 10)) \
+    timeout -k 5 "$JOB_LIMIT" "$PLAITRUN" "${where[@]}" --bind-to none --timeout $((JOB_LIMIT - 10)) \
         -x "PLAIT_TIMEOUT=$tmo" -x PLAIT_TEST_SEED -x PLAIT_TEST_QUICK "${envs[@]}" \
         "$PROG" "$@" > "$out" 2>&1 < /dev/null
     rc=$?
@@ -47,7 +52,7 @@ job() {
         fail "$name" "hung: killed after ${JOB_LIMIT}s (seed $PLAIT_TEST_SEED)"
     else
         fail "$name" "exit status $rc after $(( $(date +%s) - t0 ))s (seed $PLAIT_TEST_SEED)" \
-             "rerun: PLAIT_TEST_SEED=$PLAIT_TEST_SEED $PLAITRUN -n $n ${envs[*]} $PROG $*"
+             "rerun: PLAIT_TEST_SEED=$PLAIT_TEST_SEED $PLAITRUN ${where[*]} ${envs[*]} $PROG $*"
     fi
 }
 
@@ -134,6 +139,11 @@ job "finalize OK after a bcast with mismatched roots and a barrier (3 ranks)" 3 
 job "finalize OK after a bcast with mismatched roots and a barrier (4 ranks)" 4 3 -- rootmismatch
 job "finalize OK after a bcast with mismatched roots and a barrier (3 ranks, udp)" 3 3 \
     PLAIT_TRANSPORT=udp -- rootmismatch
+
+# A rank silent through a collective: the others time out; the one whose
+# shared-memory send it might have been reading says it waited for it too.
+job "a rank asleep in an allreduce: PLAIT_ERR_TIMEOUT, the wait to withdraw sends reported (2 x 2 ranks)" \
+    h1:2,h2:2 2 -- hangpeer
 
 # A bad algorithm name fails plait_init with the valid choices (singleton).
 t0=$(date +%s)
