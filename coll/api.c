@@ -170,8 +170,10 @@ static int coll_avg16_scale(const char *fn, plait_comm_t comm, pcoll_args_t *a, 
  * found it), and a ring's partial sums overflow the same way. Of k inputs
  * scaled by 1/n no partial sum exceeds k/n of the largest, so no step
  * overflows. The price: each input is rounded once more, so for a size
- * other than a power of two the result may differ in its last bits from
- * the exact average rounded once (it is still the same on every rank).
+ * other than a power of two the result may differ from the exact average
+ * rounded once by up to about size units in the last place of the largest
+ * input / size, a zero average may come back tiny but not zero (a
+ * black-box test; USER-GUIDE says so), and it is the same on every rank.
  * bfloat16, float32 and float64 have float32's range or more and keep the
  * single division at the end.
  * Where the inputs are scaled: the algorithms that read every input
