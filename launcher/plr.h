@@ -195,6 +195,7 @@ int  plr_tree_next_hop(int me, int dest, int fanout);  /* child to send to, or -
 int  plr_head_main(plr_job_t *job, int sig_rd);
 int  plr_daemon_main(int argc, char **argv);
 void plr_head_signal(plr_job_t *job, int sig);
+void plr_head_give_up(plr_job_t *job);
 void plr_head_reap(plr_job_t *job);
 void plr_daemon_report_exit(plr_job_t *job, plr_rank_t *rk);
 void plr_daemon_report_connected(plr_job_t *job, const plr_rank_t *rk);

@@ -507,7 +507,11 @@ static void plr_d_conn_io(plr_job_t *job, int k, short revents)
         broken = plr_conn_read(c) != 0 || broken;
     plr_msg_hdr_t h;
     const char *p;
-    while (!broken && plr_conn_next(c, &h, &p)) {
+    /* Whole messages that came before a close are handled all the same: the
+     * parent's END followed by its close (a daemon of a tree's middle level
+     * leaving) is the end of the job, not a lost parent (a black-box test
+     * saw "lost the connection" after every job of two levels). */
+    while (plr_conn_next(c, &h, &p)) {
         if (h.type == 0) {
             broken = true;
             break;
@@ -556,7 +560,9 @@ int plr_daemon_fill(plr_job_t *job, struct pollfd *fds, int max)
     if (d->parent)
         plr_d_slot(d, fds, &n, d->parent, 0, -1);
     if (d->lfd >= 0) {
-        fds[n] = (struct pollfd){ .fd = d->lfd, .events = POLLIN };
+        fds[n] = (struct pollfd){ .fd = d->lfd,   /* (a full pending table: backlog) */
+                                  .events = plr_pending_room(d->pending, PLR_DMAX_PENDING) >= 0
+                                                ? POLLIN : 0 };
         d->slot_kind[n++] = 1;
     }
     for (int s = 0; s < PLR_DMAX_PENDING; s++)

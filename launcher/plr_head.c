@@ -40,6 +40,7 @@
 
 #define PLR_MAX_LISTEN  8
 #define PLR_MAX_PENDING 16
+#define PLR_HEAD_GIVEUP_S 5.0   /* after the SIGKILL, the longest the head waits for exits */
 #define PLR_DEFAULT_AGENT "ssh -x -o BatchMode=yes {host}"
 
 typedef struct plr_hfence {
@@ -338,6 +339,44 @@ static void plr_head_node_lost(plr_job_t *job, int node, const char *why)
     }
 }
 
+/* The job is ending and the daemons of node's subtree were never started:
+ * their ranks are done, quietly (a black-box test: the head waited for
+ * them for ever once an earlier daemon had failed). */
+static void plr_head_forget(plr_job_t *job, int node)
+{
+    plr_head_t *hd = plr_head_of(job);
+    for (int n = 0; n < job->nnodes; n++) {
+        if (!plr_in_subtree(n, node, job->opts.fanout) || hd->lost[n])
+            continue;
+        hd->lost[n] = true;
+        for (int r = 0; r < job->size; r++)
+            if (job->rank_node[r] == n)
+                plr_head_rank_done(job, r);
+    }
+}
+
+static bool plr_head_rank_running(const plr_job_t *job, int r, const void *unused)
+{
+    (void)unused;
+    return job->ranks[r].state == PLR_RANK_RUNNING;
+}
+
+/* Stops waiting for ranks no daemon reports any more (asked twice to end,
+ * or PLR_HEAD_GIVEUP_S after the SIGKILL): the shutdown that follows kills
+ * the launch agents left. */
+void plr_head_give_up(plr_job_t *job)
+{
+    char ranks[256];
+    if (job->nlive <= 0)
+        return;
+    plr_ranks_format(job, ranks, sizeof ranks, plr_head_rank_running, NULL);
+    fprintf(stderr, PLR_NAME ": gave up waiting for ranks %s: their daemons did not report "
+            "them ending\n", ranks);
+    fflush(stderr);
+    for (int r = 0; r < job->size; r++)
+        plr_head_rank_done(job, r);
+}
+
 void plr_head_signal(plr_job_t *job, int sig)
 {
     plr_head_t *hd = plr_head_of(job);
@@ -453,8 +492,12 @@ static void plr_head_ready(plr_job_t *job, int node, plr_unpack_t *u)
     char parent[INET_ADDRSTRLEN + 8];
     snprintf(parent, sizeof(parent), "%s:%u", addr, port);
     int k = job->opts.fanout;
-    for (int c = (node + 1) * k; c < (node + 1) * k + k && c < job->nnodes && !job->ending; c++)
-        plr_head_launch(job, c, parent);
+    for (int c = (node + 1) * k; c < (node + 1) * k + k && c < job->nnodes; c++) {
+        if (!job->ending)
+            plr_head_launch(job, c, parent);
+        else   /* never started now: nothing will report those ranks */
+            plr_head_forget(job, c);
+    }
 }
 
 static void plr_head_route(plr_job_t *job, const plr_msg_hdr_t *h, const char *p)
@@ -603,7 +646,9 @@ int plr_head_fill(plr_job_t *job, struct pollfd *fds, int max)
     plr_head_t *hd = plr_head_of(job);
     int n = 0;
     for (int l = 0; l < hd->nlisten && n < max; l++, n++) {
-        fds[n] = (struct pollfd){ .fd = hd->lfd[l], .events = POLLIN };
+        fds[n] = (struct pollfd){ .fd = hd->lfd[l],   /* (a full pending table: backlog) */
+                                  .events = plr_pending_room(hd->pending, PLR_MAX_PENDING) >= 0
+                                                ? POLLIN : 0 };
         hd->slot_kind[n] = 0;
         hd->slot_idx[n] = l;
     }
@@ -648,6 +693,8 @@ void plr_head_tick(plr_job_t *job)
     for (int s = 0; s < PLR_MAX_PENDING; s++)
         if (hd->pending[s] && now > hd->pending[s]->deadline)
             plr_head_refuse(hd, s);
+    if (job->ending && job->killed && job->kill_at > 0 && now > job->kill_at + PLR_HEAD_GIVEUP_S)
+        plr_head_give_up(job);
     for (int n = 0; n < job->nnodes && !job->ending; n++)
         if (!hd->ready[n] && !hd->lost[n] && now > job->t_start + hd->launch_timeout) {
             char why[96];

@@ -99,6 +99,8 @@ int  plr_tcp_local_addr(int fd, char *addr, size_t len);
 void plr_secret_new(char out[PLR_SECRET_LEN + 1]);
 bool plr_secret_eq(const char *a, const char *b);
 int  plr_hello_take(plr_conn_t *c, const char *secret, uint32_t *node);
+/* The first free slot of pending[0..n), or -1. */
+int  plr_pending_room(plr_conn_t *const *pending, int n);
 void plr_accept_pending(int lfd, plr_conn_t **pending, int n);
 
 /* Head and daemon parts of the main loop's network hooks. */

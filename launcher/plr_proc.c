@@ -183,6 +183,8 @@ void plr_proc_on_signal(plr_job_t *job, int sig)
         if (sig == SIGINT || sig == SIGTERM) {   /* asked twice: stop waiting */
             plr_proc_signal_all(job, SIGKILL);
             job->killed = true;
+            if (job->mode == PLR_MODE_HEAD)
+                plr_head_give_up(job);
         }
         return;
     }

@@ -361,6 +361,26 @@ else
     skip "started on one CPU (taskset)" "one CPU or no taskset"
 fi
 
+# ------------------------------------------- daemon trees of two levels
+# Hosts that are names only (every daemon on this machine, through a launch
+# agent that only sets a variable): more hosts than --fanout make a tree of
+# daemons below daemons (a black-box test found the three defects below).
+AGENT='env PLAIT_T_HOST={host}'
+run tree --host n0,n1,n2,n3,n4 --fanout 2 --launch-agent "$AGENT" \
+    sh -c 'echo "rank $PMIX_RANK on $PLAIT_T_HOST"'
+want=$(for r in 0 1 2 3 4; do echo "rank $r on n$r"; done)
+[ $rc = 0 ] && [ "$(sort "$out")" = "$want" ] && ! has "lost the connection" "$err"
+check "5 hosts, --fanout 2: exit 0 and no daemon reports a lost connection at the end" $? \
+    "stdout: $(head -c 400 "$out")"
+
+run treenox --host a,b,c,d --fanout 1 --launch-agent "$AGENT" "$WORK/no-such-program"
+[ $rc = 127 ] && has "cannot execute" "$err"
+check "4 hosts in a chain, a program that cannot run: 127, no hang (ranks never started count)" $?
+
+hosts34=$(for i in $(seq 0 33); do printf 'n%d,' "$i"; done)
+run many --host "${hosts34%,}" --launch-agent "$AGENT" true
+[ $rc = 0 ]; check "34 hosts (more daemons connecting at once than the head's 16 pending slots): exit 0" $?
+
 run bindnuma -n 2 --bind-to numa --report-bindings "$CLIENT"
 [ $rc = 0 ] && [ "$(grep -c 'bound to numa' "$err")" = 2 ]; check "--bind-to numa" $?
 
