@@ -247,6 +247,8 @@ typedef struct ppt_state {
                                       * read without the lock, while backing off) */
     ppt_umsg_t     *umsg_keep;       /* unexpected-message buffers kept for reuse (match.c) */
     size_t          umsg_kept;       /* their bytes */
+    _Atomic long    user_reqs[4];    /* by kind: requests the caller holds (allocated,
+                                      * not yet freed by wait/test), for finalize's warning */
 } ppt_state_t;
 
 /* The library instance between plait_init and plait_finalize, else NULL. */
@@ -268,6 +270,8 @@ void ppt_comm_destroy_all(ppt_state_t *s);
 /* Warns of messages that arrived on a user's communicator and were never
  * received (finalize drops them): a send without its receive shows. */
 void ppt_report_unreceived_locked(ppt_state_t *s);
+/* Warns of requests the caller never completed with wait/test (none: silent). */
+void ppt_report_requests(ppt_state_t *s);
 /* "world (N ranks)", or a derived communicator's id, size and first members. */
 const char *ppt_comm_label(plait_comm_t c, char *buf, size_t len);
 /* Releases every freed communicator no request refers to any more. */

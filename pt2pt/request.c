@@ -14,6 +14,27 @@
 #define PPT_ALIVE_CHECK_NS 100000000ull   /* look for dead peers every 100 ms of waiting */
 #define PPT_SLEEP_US       10000          /* one futex sleep; frames wake it earlier */
 
+/* Heap requests are the caller's (internal ones live in a blocking call's
+ * or a schedule's storage). */
+static void ppt_count_user_req(int kind, long d)
+{
+    ppt_state_t *s = ppt_get();
+    if (s && kind > 0 && kind < 4)
+        atomic_fetch_add_explicit(&s->user_reqs[kind], d, memory_order_relaxed);
+}
+
+void ppt_report_requests(ppt_state_t *s)
+{
+    long n[4];
+    for (int k = 1; k < 4; k++)
+        n[k] = atomic_load_explicit(&s->user_reqs[k], memory_order_relaxed);
+    if (n[1] + n[2] + n[3] > 0)
+        prt_log(PRT_LOG_WARN, "plait_finalize: %ld request%s never completed with plait_wait "
+                "or plait_test (%ld send%s, %ld receive%s, %ld collective%s); dropped",
+                n[1] + n[2] + n[3], n[1] + n[2] + n[3] == 1 ? " was" : "s were", n[1],
+                n[1] == 1 ? "" : "s", n[2], n[2] == 1 ? "" : "s", n[3], n[3] == 1 ? "" : "s");
+}
+
 plait_request_t ppt_req_new(int kind, plait_comm_t comm, plait_request_t storage)
 {
     plait_request_t r = storage;
@@ -24,6 +45,8 @@ plait_request_t ppt_req_new(int kind, plait_comm_t comm, plait_request_t storage
     r->on_stack = storage != NULL;
     r->magic = PPT_REQ_MAGIC;
     r->kind = kind;
+    if (!storage)   /* (a request of the caller's: see ppt_report_requests) */
+        ppt_count_user_req(kind, 1);
     r->comm = comm;
     if (comm)
         atomic_fetch_add(&comm->refs, 1);
@@ -40,7 +63,12 @@ void ppt_req_free(plait_request_t req)
         req->destroy(req);
     if (req->magic == PPT_REQ_MAGIC && req->comm)   /* once per request */
         atomic_fetch_sub(&req->comm->refs, 1);
-    req->magic = PPT_REQ_DEAD;
+    if (req->magic == PPT_REQ_MAGIC && !req->on_stack)
+        ppt_count_user_req(req->kind, -1);
+    /* volatile: a store just before free() is dead to the compiler, which
+     * removed it once this function changed shape (the freed request then
+     * still read live to a stale handle's wait: t-pt2pt --stale) */
+    *(volatile uint32_t *)&req->magic = PPT_REQ_DEAD;
     if (!req->on_stack)
         free(req);
 }

@@ -14,7 +14,8 @@
  * PLAIT_OK and the last rank warns of them (t-pt2pt.sh checks the words);
  * so does its plait_comm_free of a dup holding two 50-byte messages (tag 4),
  * and its finalize of one of 60 bytes (tag 5) that came on a dup it had
- * freed already.
+ * freed already; rank 0's finalize warns of a receive it posted and never
+ * completed.
  */
 #include "common.h"
 
@@ -329,6 +330,12 @@ int main(int argc, char **argv)
             CHECK_RC(plait_send(msg, 60, PLAIT_BYTE, last, 5, d2));
         if (rank != last)
             CHECK_RC(plait_comm_free(&d2));
+        /* a receive rank 0 posts and never completes: finalize warns */
+        plait_request_t forgotten = NULL;
+        char never[8];
+        if (rank == 0)
+            CHECK_RC(plait_irecv(never, sizeof never, PLAIT_BYTE, PLAIT_ANY_SOURCE, 77,
+                                 plait_comm_world(), &forgotten));
         t_finalize();
         if (rank == 0) printf("pt2pt_errors --unreceived: %d ranks ok\n", size);
         return 0;
