@@ -330,10 +330,11 @@ int main(int argc, char **argv)
             CHECK_RC(plait_send(msg, 60, PLAIT_BYTE, last, 5, d2));
         if (rank != last)
             CHECK_RC(plait_comm_free(&d2));
-        /* a receive rank 0 posts and never completes: finalize warns */
+        /* a receive rank 0 posts and never completes: finalize warns (not
+         * in the sanitized build, where its request is a leak on purpose) */
         plait_request_t forgotten = NULL;
         char never[8];
-        if (rank == 0)
+        if (rank == 0 && !getenv("PLAIT_TEST_SANITIZED"))
             CHECK_RC(plait_irecv(never, sizeof never, PLAIT_BYTE, PLAIT_ANY_SOURCE, 77,
                                  plait_comm_world(), &forgotten));
         t_finalize();

@@ -157,7 +157,10 @@ if grep -q "plait_finalize: 1 message sent to this rank on a communicator this r
 else
     fail "finalize warns of a message that came on a communicator freed before (-n 3)" "exit $rc"
 fi
-if grep -q "plait\[0\] warning: plait_finalize: 1 request was never completed with plait_wait or plait_test (0 sends, 1 receive, 0 collectives); dropped" "$out"; then
+if [ -n "${PLAIT_TEST_SANITIZED:-}" ]; then
+    skip "finalize warns of a receive posted and never completed (-n 3)" \
+         "its request leaks on purpose (sanitized build)"
+elif grep -q "plait\[0\] warning: plait_finalize: 1 request was never completed with plait_wait or plait_test (0 sends, 1 receive, 0 collectives); dropped" "$out"; then
     pass "finalize warns of a receive posted and never completed (-n 3)"
 else
     fail "finalize warns of a receive posted and never completed (-n 3)" "exit $rc"
