@@ -550,14 +550,11 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
 int pcoll_wait_free_locked(ppt_state_t *s, plait_request_t req, const char *what)
 {
     int rc = ppt_wait_locked(s, req, what);
-    uint64_t t0 = rc != PLAIT_OK ? prt_now_ns() : 0, waited;
-    char text[600];
+    uint64_t t0 = rc != PLAIT_OK ? prt_now_ns() : 0;
     ppt_cancel_locked(s, req);      /* no-op unless it failed to complete */
     ppt_req_free(req);
-    if (rc != PLAIT_OK && (waited = prt_now_ns() - t0) > 500000000u) {
-        snprintf(text, sizeof text, "%s", prt_err_text());
-        prt_err(rc, "%s; then %.1f s withdrawing its sends (a rank on this host that might "
-                "be reading one must answer first)", text, (double)waited * 1e-9);
-    }
+    if (rc != PLAIT_OK)
+        prt_err_waited(rc, t0, "withdrawing its sends (a rank on this host that might be "
+                       "reading one must answer first)");
     return rc;
 }

@@ -319,29 +319,11 @@ static bool plr_head_rank_on(const plr_job_t *job, int r, const void *node)
     return job->rank_node[r] == *(const int *)node;
 }
 
-/* A daemon is gone: so are its ranks and those of every daemon below it. */
-static void plr_head_node_lost(plr_job_t *job, int node, const char *why)
-{
-    plr_head_t *hd = plr_head_of(job);
-    if (hd->lost[node])
-        return;
-    char ranks[256];
-    plr_ranks_format(job, ranks, sizeof ranks, plr_head_rank_on, &node);
-    plr_job_fail(job, 1, PLR_NAME ": lost the daemon on host %s (ranks %s): %s",
-                 job->node_names[node], ranks, why);
-    for (int n = 0; n < job->nnodes; n++) {
-        if (!plr_in_subtree(n, node, job->opts.fanout))
-            continue;
-        hd->lost[n] = true;
-        for (int r = 0; r < job->size; r++)
-            if (job->rank_node[r] == n)
-                plr_head_rank_done(job, r);
-    }
-}
-
-/* The job is ending and the daemons of node's subtree were never started:
- * their ranks are done, quietly (a black-box test: the head waited for
- * them for ever once an earlier daemon had failed). */
+/* node's daemon and every one below it are gone or will never start: their
+ * ranks are done. Quietly: plr_head_node_lost says why where it is a
+ * failure; where the job was ending before they started (plr_head_ready) it
+ * is none (a black-box test: the head waited for them for ever once an
+ * earlier daemon had failed). */
 static void plr_head_forget(plr_job_t *job, int node)
 {
     plr_head_t *hd = plr_head_of(job);
@@ -353,6 +335,19 @@ static void plr_head_forget(plr_job_t *job, int node)
             if (job->rank_node[r] == n)
                 plr_head_rank_done(job, r);
     }
+}
+
+/* A daemon is gone: so are its ranks and those of every daemon below it. */
+static void plr_head_node_lost(plr_job_t *job, int node, const char *why)
+{
+    plr_head_t *hd = plr_head_of(job);
+    if (hd->lost[node])
+        return;
+    char ranks[256];
+    plr_ranks_format(job, ranks, sizeof ranks, plr_head_rank_on, &node);
+    plr_job_fail(job, 1, PLR_NAME ": lost the daemon on host %s (ranks %s): %s",
+                 job->node_names[node], ranks, why);
+    plr_head_forget(job, node);
 }
 
 static bool plr_head_rank_running(const plr_job_t *job, int r, const void *unused)

@@ -336,8 +336,6 @@ int plr_hello_take(plr_conn_t *c, const char *secret, uint32_t *node)
     return !u.bad && plr_secret_eq(got, secret) ? 1 : -1;
 }
 
-/* Accepts every waiting connection on lfd into a free slot of pending[n],
- * each with a deadline for its HELLO; the rest are closed at once. */
 int plr_pending_room(plr_conn_t *const *pending, int n)
 {
     for (int s = 0; s < n; s++)
@@ -346,7 +344,8 @@ int plr_pending_room(plr_conn_t *const *pending, int n)
     return -1;
 }
 
-/* Accepts while a pending slot is free; the rest wait in the listen backlog
+/* Accepts waiting connections on lfd into free slots of pending[n], each
+ * with a deadline for its HELLO, while a slot is free; the rest wait in the listen backlog
  * (the callers poll the listening socket only while a slot is free). Closing
  * them instead failed daemons at random: 32 children connecting at once to
  * the head's 16 slots on a loaded machine (a black-box test, 33 hosts). */

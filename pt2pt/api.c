@@ -271,16 +271,12 @@ static int pt_check(const char *fn, const void *buf, size_t count, plait_dtype_t
  * a call of 5 s. Only failed calls come here: no clock on the fast path. */
 static int pt_withdraw(ppt_state_t *s, plait_request_t req, int rc)
 {
-    uint64_t t0 = prt_now_ns(), waited;
-    char text[600];
+    uint64_t t0 = prt_now_ns();
+    char what[64];
     if (ppt_cancel_locked(s, req))
         return PLAIT_OK;
-    waited = prt_now_ns() - t0;
-    if (waited > 500000000u) {
-        snprintf(text, sizeof text, "%s", prt_err_text());
-        prt_err(rc, "%s; then %.1f s for rank %d to answer the send's withdrawal", text,
-                (double)waited * 1e-9, req->peer);
-    }
+    snprintf(what, sizeof what, "for rank %d to answer the send's withdrawal", req->peer);
+    prt_err_waited(rc, t0, what);
     return rc;
 }
 

@@ -39,6 +39,16 @@ int prt_err_divert(void)
 
 void prt_err_undivert(int was) { prt_err_side = was; }
 
+void prt_err_waited(int code, uint64_t t0_ns, const char *what)
+{
+    uint64_t waited = prt_now_ns() - t0_ns;
+    char text[sizeof prt_err_buf[0]];
+    if (waited <= 500000000u)
+        return;
+    snprintf(text, sizeof text, "%s", prt_err_text());
+    prt_err(code, "%s; then %.1f s %s", text, (double)waited * 1e-9, what);
+}
+
 const char *plait_strerror(int result)
 {
     switch (result) {

@@ -26,6 +26,10 @@ const char *prt_err_text(void);
  * the side in use, so a request failed meanwhile copies its own detail. */
 int prt_err_divert(void);
 void prt_err_undivert(int was);
+/* A failed call that went on waiting since t0_ns (prt_now_ns) to clean up
+ * after the failure: past half a second, its message adds "; then N s
+ * <what>", or "timed out after 3.0 s" would stand for a longer call. */
+void prt_err_waited(int code, uint64_t t0_ns, const char *what);
 
 /* The bytes of count elements of esize bytes, nblocks times over, into
  * *bytes; 0 when that passes PTRDIFF_MAX, the largest object there can be:
