@@ -4,8 +4,11 @@
  * Every rank creates one segment holding its inbound rings, one per local peer
  * (ring i is written only by local peer i), plus a control block with the
  * wake-up word its blocked threads sleep on. The segment name goes to peers in
- * a PMIx card; once every peer has mapped it (second fence) the name is
- * unlinked, so a crash leaves nothing in /dev/shm.
+ * a PMIx card; the last peer to map it unlinks the name (mapped_by), so it
+ * lives only while plait_init runs. A job killed inside plait_init (a rank
+ * that never came, the launcher aborting) can still leave names behind; the
+ * next job on the host removes those whose creating process is gone
+ * (shm_sweep_stale).
  *
  * Large messages are not carried here: pt2pt reads them straight from the
  * sender's memory with get() (CMA, process_vm_readv: one copy), or, where the
@@ -13,6 +16,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,6 +31,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "transport/shm/ring.h"
@@ -65,6 +70,7 @@ typedef struct {
     int32_t  nrings;
     uint32_t nslots;
     uint32_t slot_size;
+    _Atomic uint32_t mapped_by;              /* peers that mapped it: the last unlinks its name */
     _Alignas(64) _Atomic uint32_t wake;      /* futex word: bumped to wake sleepers */
     _Atomic uint32_t sleepers;               /* threads of the owner asleep on wake */
     _Alignas(64) unsigned char rings[];
@@ -147,12 +153,70 @@ static shm_ring_t shm_ring_at(shm_ctl_t *c, int i)
     return r;
 }
 
+/* Age below which a stale-looking name is left alone: a process of another
+ * PID namespace sharing this /dev/shm could look gone while its job's
+ * plait_init still needs the name, which lives only that long. */
+#define SHM_STALE_AGE_S 60
+
+/* The pid in a name ending "-<pid>-<8 hex digits>" (plait's segments and
+ * collective areas), or 0. */
+static long shm_name_pid(const char *name)
+{
+    const char *hex = strrchr(name, '-'), *q;
+    long pid = 0;
+    if (!hex || strlen(hex + 1) != 8 || strspn(hex + 1, "0123456789abcdef") != 8)
+        return 0;
+    for (q = hex; q > name && q[-1] >= '0' && q[-1] <= '9'; q--)
+        ;
+    if (q == hex || q == name || q[-1] != '-' || hex - q > 9)
+        return 0;
+    for (; q < hex; q++)
+        pid = pid * 10 + (*q - '0');
+    return pid;
+}
+
+/* Removes plait names in /dev/shm of this user whose creating process is
+ * gone and that were last sized or written over SHM_STALE_AGE_S ago (mtime:
+ * set when the segment was made): what a job killed inside
+ * plait_init left (under mpirun or srun nothing else removes them, and each
+ * holds a few MB of memory). Best effort: any failure just leaves them. */
+static void shm_sweep_stale(void)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    struct stat st;
+    time_t now = time(NULL);
+    int removed = 0;
+    long pid;
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "plait-", 6) != 0 || (pid = shm_name_pid(e->d_name)) <= 0 ||
+            pid == (long)getpid())
+            continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+            now - st.st_mtime < SHM_STALE_AGE_S)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+            removed++;
+    }
+    closedir(d);
+    if (removed)
+        prt_log(PRT_LOG_INFO, "removed %d shared-memory segment%s left in /dev/shm by processes "
+                "that are gone (a job killed during plait_init)", removed, removed == 1 ? "" : "s");
+}
+
 static int shm_create(shm_t *s)
 {
     prt_job_t *job = s->job;
     uint32_t salt;
     int fd;
     s->seglen = shm_seg_bytes(s->nlocal, s->nslots, s->slot_size);
+    if (job->local_rank == 0)   /* one rank per host suffices */
+        shm_sweep_stale();
     if (s->nlocal == 1) {   /* no peers: only the wake-up word is needed */
         s->seg = aligned_alloc(64, (sizeof(shm_ctl_t) + 63) & ~(size_t)63);
         if (!s->seg)
@@ -162,7 +226,8 @@ static int shm_create(shm_t *s)
     }
     /* pid and a random part: a job that died before unlinking must not block
      * a later job that reuses the namespace name (srun, mpirun reuse them).
-     * The "plait-<tag>-" prefix is what plaitrun's cleanup removes. */
+     * The "plait-<tag>-" prefix is what plaitrun's cleanup removes; the pid
+     * is what shm_sweep_stale checks. */
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
         salt = prt_now_ns();
     snprintf(s->name, sizeof s->name, "/plait-%s-%d-%d-%08x", job->tag, job->rank, (int)getpid(),
@@ -294,6 +359,10 @@ static int shm_map_peer(shm_t *s, int li, const shm_card_t *card)
     p->tx = shm_ring_at(p->seg, s->me);
     p->rx = shm_ring_at(s->seg, li);
     snprintf(p->name, sizeof p->name, "%s", card->name);
+    /* the last of its peers to map it takes the name away at once: a rank
+     * killed right after the job's second fence leaves nothing behind */
+    if (atomic_fetch_add(&p->seg->mapped_by, 1) + 1 == (uint32_t)(s->nlocal - 1))
+        shm_unlink(card->name);
     return PLAIT_OK;
 }
 
