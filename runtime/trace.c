@@ -26,6 +26,7 @@
  *   S  sendmmsg called (payload bytes, packets, 0)
  *   s  ... returned (messages sent, path, 0)
  *   V  recvmmsg returned data (bytes, datagrams, 0)
+ *   T  a timer scan marked packets lost by timeout (packets, peer, 0)
  *   p  placement copies of a batch begin (copies, 0, 0)
  *   P  ... done (copies, 0, 0)
  * Only rendezvous messages are marked (RTS and CTS); with the shared-memory

@@ -882,9 +882,13 @@ static int udp_tx_peer(udp_t *u, udp_engine_t *g, udp_txb_t *b, int r, uint64_t 
 {
     udp_peer_t *p = &u->peers[r];
     int sent = 0, wake = 0;
+    uint64_t timeouts;
     pthread_mutex_lock(&p->lock);
+    timeouts = p->conn.st.timeouts;
     if (pp_poll(&p->conn, now))
         wake = 1;   /* failed: let blocked callers see it */
+    if (p->conn.st.timeouts != timeouts)
+        prt_trace('T', (int64_t)(p->conn.st.timeouts - timeouts), r, 0);
     while (sent < budget) {
         if (udp_tx_fill(p, b, now) == 0)
             break;
