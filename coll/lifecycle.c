@@ -33,6 +33,7 @@ int plait_finalize(void)
         pthread_mutex_unlock(&lifecycle_lock);
         return rc;
     }
+    ppt_async_stop(s);   /* (before the lock: it may be waiting for it) */
     /* Nobody may tear down while a peer still needs its memory or frames. */
     pthread_mutex_lock(&s->lock);
     brc = pcoll_barrier_locked(s, s->world, "plait_finalize", PPT_TAG_FINALIZE);

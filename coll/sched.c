@@ -537,6 +537,10 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
         if (s->coll_head)
             s->coll_head->prev = req;
         s->coll_head = req;
+        if (!storage) {              /* non-blocking: moves on while the caller computes */
+            atomic_fetch_add(&s->nb_inflight, 1);   /* (seq_cst: ppt_async_kick_locked) */
+            ppt_async_kick_locked(s);
+        }
     }
     *out = req;
     return PLAIT_OK;

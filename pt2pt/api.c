@@ -200,6 +200,7 @@ int ppt_fini(void)
 {
     ppt_state_t *s = ppt_inst;
     int rc;
+    ppt_async_stop(s);
     if (s->cfg.stats && s->udp.ops)
         ptl_udp_stats_print(&s->udp, stderr);
     atomic_store(&ppt_phase, PPT_PHASE_FINALIZED);

@@ -249,12 +249,34 @@ typedef struct ppt_state {
     size_t          umsg_kept;       /* their bytes */
     _Atomic long    user_reqs[4];    /* by kind: requests the caller holds (allocated,
                                       * not yet freed by wait/test), for finalize's warning */
+    /* the progress thread (async.c) */
+    pthread_t        async_thread;
+    int              async_started, async_failed;
+    _Atomic int      async_stop;
+    _Atomic uint32_t async_gen;      /* futex word: bumped at each non-blocking collective */
+    _Atomic int      async_deep;     /* it sleeps until the next one (none in flight) */
+    _Atomic uint64_t passes;         /* progress passes made (the thread's "program away"
+                                      * test; written under the lock, read without) */
+    _Atomic int      nb_inflight;    /* non-blocking collectives in coll_head (likewise) */
 } ppt_state_t;
 
 /* The library instance between plait_init and plait_finalize, else NULL. */
 ppt_state_t *ppt_get(void);
 /* Entry check of public calls: the instance, or NULL with PLAIT_ERR_STATE set in *rc. */
 ppt_state_t *ppt_enter(int *rc, const char *fn);
+
+/* async.c: the progress thread. A non-blocking collective just put in
+ * flight wakes it (starting it the first time); finalize stops it. */
+void ppt_async_kick_locked(ppt_state_t *s);
+/* A collective leaves coll_head: a non-blocking one is counted out of nb_inflight. */
+static inline void ppt_coll_unlisted_locked(ppt_state_t *s, plait_request_t r)
+{
+    if (!r->on_stack)   /* (written under the lock only: no read-modify-write) */
+        atomic_store_explicit(&s->nb_inflight,
+                              atomic_load_explicit(&s->nb_inflight, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
+}
+void ppt_async_stop(ppt_state_t *s);
 
 /* api.c: the instance's setup and teardown, driven by plait_init/plait_finalize */
 int  ppt_init(void);

@@ -1000,8 +1000,10 @@ static void txq_remove_req(ppt_state_t *s, plait_request_t req)
 
 static void coll_unlink(ppt_state_t *s, plait_request_t req)
 {
-    if (req->prev || s->coll_head == req)   /* (else not in the list: finished already) */
+    if (req->prev || s->coll_head == req) {   /* (else not in the list: finished already) */
+        ppt_coll_unlisted_locked(s, req);
         req_unlink(&s->coll_head, req);
+    }
 }
 
 /* The transport stops reading a zero-copy send's buffer (it copies what it

@@ -108,6 +108,8 @@ int ppt_progress_locked(ppt_state_t *s)
 {
     int n = 0, err_side = prt_err_divert();
     plait_request_t r, next;
+    atomic_store_explicit(&s->passes, atomic_load_explicit(&s->passes, memory_order_relaxed) + 1,
+                          memory_order_relaxed);   /* (the lock is held: no read-modify-write) */
     for (int i = 0; i < s->ntl; i++) {
         n += s->tls[i]->ops->progress(s->tls[i], ppt_rx_frame, s);
         if (s->tls[i]->ops->zc_reap)
@@ -125,6 +127,7 @@ int ppt_progress_locked(ppt_state_t *s)
         next = r->next;
         r->progress(r);
         if (atomic_load_explicit(&r->done, memory_order_acquire)) {
+            ppt_coll_unlisted_locked(s, r);
             if (r->prev) r->prev->next = r->next; else s->coll_head = r->next;
             if (r->next) r->next->prev = r->prev;
             r->prev = r->next = NULL;

@@ -105,6 +105,10 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
     {"PLAIT_WAIT_YIELD_US", PRT_CFG_INT, "2000", NULL,
      "microseconds without progress a blocked call polls with sched_yield before sleeping on a wake-up",
      CFG_AT(yield_us)},
+    {"PLAIT_PROGRESS_THREAD", PRT_CFG_BOOL, "1", NULL,
+     "a library thread moves non-blocking collectives on while the program computes (started "
+     "at the first one, asleep while none is in flight; 0: only inside plait calls)",
+     CFG_AT(progress_thread)},
     {"PLAIT_SINGLETON", PRT_CFG_BOOL, "1", NULL,
      "run as a job of size 1 when no PMIx server is reachable (0: fail plait_init instead)", CFG_AT(singleton_ok)},
     /* collectives: the choices' order is coll/pcoll.h's algorithm ids */

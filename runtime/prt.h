@@ -124,6 +124,7 @@ typedef struct {
     size_t   udp_zcopy_min;    /* PLAIT_UDP_ZCOPY_MIN: reference DATA payloads from this size (0 off) */
     int      udp_tx_help;      /* PLAIT_UDP_TX_HELP: PRT_TX_HELP_* */
     int      stats;            /* PLAIT_STATS: print transport counters at finalize */
+    int      progress_thread;  /* PLAIT_PROGRESS_THREAD: non-blocking collectives move on alone */
     char     trace[256];       /* PLAIT_TRACE: directory for an event timeline ("" off) */
     /* collectives: forced algorithm per collective (0 = auto; the choices'
      * order is coll/pcoll.h's PCOLL_* algorithm ids) and reduction kernels */

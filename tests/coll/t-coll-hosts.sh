@@ -124,4 +124,7 @@ job "2 hosts x 2 ranks by node, udp, two_level" --host h1:2,h2:2 --map-by node -
 # bitwise-identical results with a different reduction kernel family per rank
 MODE=mixed job "3 hosts x (2,1,2), two_level, mixed kernels" --host h1:2,h2:1,h3:2 -- $TWO
 MODE=mixed job "2 hosts x 2 ranks, two_level, mixed kernels" --host h1:2,h2:2 -- $TWO
+# non-blocking collectives completing while no rank calls plait (progress thread)
+PROG=$B/tests/coll/coll_overlap MODE=on job "3 hosts x (2,1,2), no plait calls while in flight" \
+    --host h1:2,h2:1,h3:2 --
 exit $((failures > 0))

@@ -111,6 +111,19 @@ for n in 2 5; do
             "$n" "$PLAIT_TIMEOUT" --
     fi
 done
+# Non-blocking collectives complete while no rank calls plait (the progress
+# thread); with it off they must not (the check is not vacuous).
+OVERLAP=$B/tests/coll/coll_overlap
+if [ -x "$OVERLAP" ]; then
+    for n in 2 3 5; do
+        PROG=$OVERLAP job "non-blocking collectives progress while no rank calls plait ($n ranks)" \
+            "$n" "$PLAIT_TIMEOUT" -- on
+    done
+    PROG=$OVERLAP job "non-blocking collectives progress without plait calls, udp inside the host (3 ranks)" \
+        3 "$PLAIT_TIMEOUT" PLAIT_TRANSPORT=udp -- on
+    PROG=$OVERLAP job "PLAIT_PROGRESS_THREAD=0: no progress outside plait calls (3 ranks)" \
+        3 "$PLAIT_TIMEOUT" PLAIT_PROGRESS_THREAD=0 -- off
+fi
 # Blocked calls go to sleep at once: area waits end on the bell's futex wake.
 job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \
     PLAIT_WAIT_SPIN_US=0 PLAIT_WAIT_YIELD_US=0 PLAIT_TEST_QUICK=1 -- suite reduced

@@ -1,0 +1,155 @@
+/*
+ * async.c -- the progress thread: non-blocking collectives move on while the
+ * program computes.
+ *
+ * A non-blocking collective is a schedule of rounds (coll/sched.c), and a
+ * round starts only when a progress pass sees the previous one complete. A
+ * program that starts plait_iallreduce and computes without calling plait
+ * would find at its plait_wait the first round done and every other still
+ * to run: no overlap. So while a non-blocking collective is in flight a
+ * thread of the library makes the passes itself.
+ *
+ * It is started at the first non-blocking collective (programs that never
+ * start one have no such thread). While one is in flight it looks every
+ * 100-200 us (PPT_ASYNC_LOOK_US, doubling while the answer stays the same)
+ * whether the program made a progress pass since its last look (a pass
+ * counter, s->passes): if so the program is inside plait
+ * (plait_wait, plait_test loops) and the thread leaves the work to it, so a
+ * start-and-wait program pays nothing; if not, the program is away
+ * computing, and the thread drives: a pass, then a sleep on the process's
+ * wake-up word (the shm transport's: peers on this host bump it when they
+ * send to this rank, the udp engine when its packets made something
+ * deliverable; tcp does not, hence a 1 ms bound there), a pass, ... until
+ * the program is back. With none in flight for 1-2 ms it sleeps until the
+ * next one starts (the one system call a start may cost). A look reads two
+ * counters (passes, nb_inflight) without the lock; only driving takes it,
+ * with trylock: the first version took it at every look, and its handoffs
+ * cost start-and-wait calls of 4-128 KiB 5-75% (bench/nb-overlap, 2 ranks).
+ * PLAIT_PROGRESS_THREAD=0 turns it off.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "pt2pt/ppt.h"
+
+#define PPT_ASYNC_LOOK_US   100     /* first look after a start or a pass of its own */
+#define PPT_ASYNC_LOOK_MAX  200     /* looks back off to this while the program makes its
+                                     * own passes: a thread sharing the program's core costs
+                                     * it two context switches per look, but a program gone
+                                     * computing is seen only at the second look after (800
+                                     * lost most of the overlap of 2-4 MiB allreduces) */
+#define PPT_ASYNC_NET_US    1000    /* driving, sleep bound with tcp peers (their data bumps
+                                     * nothing) */
+#define PPT_ASYNC_SHM_US    10000   /* driving, sleep bound otherwise: every source of work
+                                     * wakes it */
+#define PPT_ASYNC_IDLE_LOOKS 10     /* looks with none in flight (1-2 ms) before it sleeps
+                                     * until the next non-blocking collective: its looks on
+                                     * a bound rank's core slowed 4-rank blocking calls of
+                                     * 1-512 KiB that followed non-blocking ones 10-50% */
+#define PPT_ASYNC_DEEP_US   200000  /* that sleep's guard bound */
+
+enum { ASYNC_LOOK, ASYNC_DRIVE, ASYNC_DEEP };
+
+/* One look: the mode to sleep in next. The lock is taken only to drive,
+ * when a non-blocking collective is in flight and nobody made a pass since
+ * the last look (the program is away): a program inside its own calls
+ * never finds its lock held by this thread. */
+static int async_look(ppt_state_t *s, uint64_t *seen, int *idle, long *look_us)
+{
+    uint64_t passes;
+    if (atomic_load_explicit(&s->nb_inflight, memory_order_relaxed) == 0)
+        return ++*idle >= PPT_ASYNC_IDLE_LOOKS ? ASYNC_DEEP : ASYNC_LOOK;
+    *idle = 0;
+    passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
+    if (passes != *seen) {   /* the program progresses by itself */
+        *seen = passes;
+        if (*look_us < PPT_ASYNC_LOOK_MAX)
+            *look_us *= 2;
+        return ASYNC_LOOK;
+    }
+    *look_us = PPT_ASYNC_LOOK_US;
+    if (pthread_mutex_trylock(&s->lock) != 0)   /* a program thread is in a call */
+        return ASYNC_LOOK;
+    if (atomic_load_explicit(&s->nb_inflight, memory_order_relaxed) > 0)
+        ppt_progress_locked(s);
+    *seen = atomic_load_explicit(&s->passes, memory_order_relaxed);
+    pthread_mutex_unlock(&s->lock);
+    return ASYNC_DRIVE;
+}
+
+static void async_sleep(ppt_state_t *s, int mode, uint32_t gen, long look_us)
+{
+    switch (mode) {
+    case ASYNC_DEEP:   /* until the next non-blocking collective (or finalize) */
+        /* deep, then look: a kick counts first, then looks at deep (both
+         * sequentially consistent), so one of the two sees the other */
+        atomic_store(&s->async_deep, 1);
+        if (atomic_load(&s->nb_inflight) == 0)
+            prt_futex_wait((volatile uint32_t *)&s->async_gen, gen, PPT_ASYNC_DEEP_US);
+        atomic_store(&s->async_deep, 0);
+        break;
+    case ASYNC_DRIVE:  /* until a frame or the udp engine wakes the process */
+        ptl_shm_sleep(&s->shm, s->tcp.ops ? PPT_ASYNC_NET_US : PPT_ASYNC_SHM_US, &s->async_stop);
+        break;
+    default:
+        prt_futex_wait((volatile uint32_t *)&s->async_gen, gen, look_us);
+        break;
+    }
+}
+
+static void *async_main(void *arg)
+{
+    ppt_state_t *s = arg;
+    uint64_t seen = 0;
+    int idle = 0;
+    long look_us = PPT_ASYNC_LOOK_US;
+    pthread_setname_np(pthread_self(), "plait-progress");
+    while (!atomic_load(&s->async_stop)) {
+        uint32_t gen = atomic_load(&s->async_gen);
+        int mode = async_look(s, &seen, &idle, &look_us);
+        async_sleep(s, mode, gen, look_us);
+        if (mode == ASYNC_DEEP) {
+            idle = 0;
+            look_us = PPT_ASYNC_LOOK_US;
+        }
+    }
+    return NULL;
+}
+
+void ppt_async_kick_locked(ppt_state_t *s)
+{
+    if (!s->cfg.progress_thread || s->async_failed)
+        return;
+    if (!s->async_started) {
+        int err = pthread_create(&s->async_thread, NULL, async_main, s);
+        if (err != 0) {   /* the collectives still complete in the program's own calls */
+            s->async_failed = 1;
+            prt_log(PRT_LOG_WARN, "cannot start the progress thread (%s): non-blocking "
+                    "collectives move on only inside plait calls", strerror(err));
+            return;
+        }
+        s->async_started = 1;
+    }
+    /* Counted (the caller's fetch_add, sequentially consistent) before this
+     * look: a thread going deep either sees the count or is seen here. A
+     * system call only for one in its deep sleep. */
+    if (atomic_load(&s->async_deep)) {
+        atomic_fetch_add(&s->async_gen, 1);
+        prt_futex_wake((volatile uint32_t *)&s->async_gen);
+    }
+}
+
+void ppt_async_stop(ppt_state_t *s)
+{
+    if (!s->async_started)
+        return;
+    atomic_store(&s->async_stop, 1);
+    atomic_fetch_add(&s->async_gen, 1);
+    prt_futex_wake((volatile uint32_t *)&s->async_gen);
+    ptl_shm_wake_self(&s->shm);
+    pthread_join(s->async_thread, NULL);
+    s->async_started = 0;
+}
