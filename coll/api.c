@@ -235,10 +235,16 @@ static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const p
 
 /* A count of 0 (the same on every rank, as the API requires) moves nothing:
  * no rank sends, so none needs to wait; a non-blocking call gets a request
- * that is already complete. */
+ * that is already complete. It still takes its number in the communicator's
+ * collective sequence (the tag of the messages the others' call sends): where
+ * only some ranks passed 0 (a black-box test: a gather root passing 0), the
+ * others' messages then keep a tag no later call uses, instead of matching
+ * the next collective's receives and handing it the wrong data. (No lock:
+ * the API has one thread at a time start collectives on a communicator.) */
 static int coll_nothing(const char *fn, plait_comm_t comm, plait_request_t *req)
 {
     plait_request_t r;
+    comm->coll_seq++;
     if (!req)
         return PLAIT_OK;
     if (!(r = ppt_req_new(PPT_REQ_COLL, comm, NULL)))
@@ -287,6 +293,7 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     if (!(s = ppt_enter(&rc, fn)))
         return rc;
     PRT_CHECK(coll_check(fn, comm, a));
+    comm->coll_calls++;   /* (one thread at a time per communicator: coll_nothing) */
     if (a->count == 0 && a->coll != PCOLL_ALLTOALLV)
         return coll_nothing(fn, comm, req);
     pthread_mutex_lock(&s->lock);

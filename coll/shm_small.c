@@ -126,7 +126,8 @@ typedef struct {
     int32_t          root;     /* that call's root (0 if unrooted) */
     uint64_t         bytes;    /* bytes this rank published (its count, scaled per collective) */
     uint32_t         sig;      /* collective, datatype and operator (pcoll_call_sig) */
-    uint32_t         rsv[3];
+    uint32_t         call;     /* the communicator's collective call it belongs to */
+    uint32_t         rsv[2];
 } area_slot_t;                 /* data follows, at AREA_HDR */
 #define AREA_HDR sizeof(area_slot_t)
 _Static_assert(sizeof(area_slot_t) == 32, "area slot header");
@@ -163,6 +164,7 @@ typedef struct {
     pcoll_area_t *A;
     const char   *fn;
     uint32_t      sig;         /* pcoll_call_sig of the call: every rank's must match */
+    uint32_t      call;        /* comm->coll_calls: so must this */
 } area_call_t;
 
 /* ------------------------------------------------------------- the area */
@@ -565,6 +567,7 @@ static int area_exchange(const area_call_t *c, uint32_t s, const void *src, size
     mine->bytes = bytes;
     mine->root = root;
     mine->sig = c->sig;
+    mine->call = c->call;
     if (len)
         memcpy(area_data(mine), src, len);
     /* A release store: no fence draining the stores (the data's cache lines
@@ -585,6 +588,16 @@ static int area_exchange(const area_call_t *c, uint32_t s, const void *src, size
         A->seen = s;
     for (int p = from >= 0 ? from : 0; p < n; p = from >= 0 ? n : p + 1) {
         const area_slot_t *sl = area_slot(A, p, s);
+        /* Area calls are numbered by the area alone; a rank that made a
+         * collective call without it (a count of 0: nothing to publish)
+         * while the others used it is a call behind there: the slot then
+         * holds another call's data. */
+        if (sl->call != c->call)
+            return prt_err(PLAIT_ERR_ARG, "%s: rank %d's data in the shared-memory area is of its "
+                           "collective call %u on this communicator, this rank is at call %u: "
+                           "an earlier collective's arguments differed between ranks (e.g. a "
+                           "count of 0 on some ranks only, which they cannot see)", c->fn, p,
+                           (unsigned)sl->call, (unsigned)c->call);
         if (sl->sig != c->sig)
             return pcoll_sig_mismatch(c->fn, p, sl->sig, c->sig);
         if (sl->root != root)
@@ -870,7 +883,7 @@ static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s
 int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn)
 {
-    area_call_t c = {s, comm, comm->area, fn, pcoll_call_sig(a)};
+    area_call_t c = {s, comm, comm->area, fn, pcoll_call_sig(a), comm->coll_calls};
     uint32_t seq = ++c.A->seq;
     switch (a->coll) {
     case PCOLL_BCAST: case PCOLL_REDUCE_C: case PCOLL_GATHER: case PCOLL_SCATTER:

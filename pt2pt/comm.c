@@ -168,16 +168,39 @@ void ppt_comm_sweep_locked(ppt_state_t *s)
 
 /* Warns of the messages waiting unreceived in mq (none: silent). fn: the
  * call that drops them; where: which communicator, as the user knows it. */
+static size_t count_unexp(const ppt_mq_t *mq)
+{
+    size_t n = 0;
+    for (const ppt_umsg_t *u = mq ? mq->unexp_head : NULL; u; u = u->next)
+        n++;
+    return n;
+}
+
 static void report_unexp(const char *fn, const ppt_mq_t *mq, const char *where)
 {
-    const ppt_umsg_t *first = mq ? mq->unexp_head : NULL;
-    size_t n = 0;
-    for (const ppt_umsg_t *u = first; u; u = u->next)
-        n++;
+    size_t n = count_unexp(mq);
     if (n)
         prt_log(PRT_LOG_WARN, "%s: %zu message%s sent to this rank on %s %s never received "
                 "(the first: %zu bytes from rank %d, tag %d); dropped", fn, n, n == 1 ? "" : "s",
-                where, n == 1 ? "was" : "were", first->len, first->src, first->tag);
+                where, n == 1 ? "was" : "were", mq->unexp_head->len, mq->unexp_head->src,
+                mq->unexp_head->tag);
+}
+
+/* The same for a communicator's collectives: their messages all match
+ * within the call that sent them, so leftovers mean a call that failed (its
+ * error said so) or ranks that passed different arguments and did not all
+ * see it (a count of 0 on some ranks only: they send nothing and wait for
+ * nothing). The tag's low 24 bits number the call (coll/util.c). */
+static void report_unexp_coll(const char *fn, const ppt_mq_t *mq, const char *where)
+{
+    size_t n = count_unexp(mq);
+    if (n)
+        prt_log(PRT_LOG_WARN, "%s: %zu message%s of collectives on %s %s never received (the "
+                "first: %zu bytes from rank %d for this communicator's collective call %d): a "
+                "collective that failed, or ranks that passed different counts or roots to one "
+                "(a count of 0 on some ranks only goes unseen there); dropped", fn, n,
+                n == 1 ? "" : "s", where, n == 1 ? "was" : "were", mq->unexp_head->len,
+                mq->unexp_head->src, (mq->unexp_head->tag & 0xffffff) + 1);
 }
 
 /* 1 when a communicator not yet released owns mq (its pt2pt queue, or its
@@ -197,6 +220,7 @@ void ppt_report_unreceived_locked(ppt_state_t *s)
         if (c->magic == PPT_COMM_MAGIC) {
             snprintf(where, sizeof where, "communicator %s", ppt_comm_label(c, cl, sizeof cl));
             report_unexp("plait_finalize", c->mq, where);
+            report_unexp_coll("plait_finalize", c->cmq, where);
         }
     /* A queue no live communicator owns: its messages came after this
      * rank freed the communicator (plait_comm_free reported what was there

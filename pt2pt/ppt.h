@@ -171,6 +171,8 @@ struct plait_comm {
     uint64_t     ctx;               /* user traffic; ctx | 1 is the collective context */
     uint64_t     nchild;            /* communicators derived so far (same on every rank) */
     uint32_t     coll_seq;          /* collectives started so far (tags of internal traffic) */
+    uint32_t     coll_calls;        /* collective calls made on it, every kind and path (the
+                                     * shared area checks that slots it reads are of this call) */
     ppt_mq_t    *mq, *cmq;
     char         name[32];
     struct plait_comm *all_next;

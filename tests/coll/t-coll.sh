@@ -124,6 +124,18 @@ if [ -x "$OVERLAP" ]; then
     PROG=$OVERLAP job "PLAIT_PROGRESS_THREAD=0: no progress outside plait calls (3 ranks)" \
         3 "$PLAIT_TIMEOUT" PLAIT_PROGRESS_THREAD=0 -- off
 fi
+# A rooted collective where only some ranks pass a count of 0 (unseen by
+# them), then a correct one: that one fails or gets its own data, never the
+# first call's (shared area, messages over udp, non-blocking).
+ZERO=$B/tests/coll/coll_zero
+if [ -x "$ZERO" ]; then
+    for c in gather reduce bcast scatter; do
+        PROG=$ZERO job "$c after a count-0 mismatch: no earlier call's data (3 ranks)" \
+            3 5 -- "$c"
+        PROG=$ZERO job "$c after a count-0 mismatch, udp, non-blocking (3 ranks)" \
+            3 5 PLAIT_TRANSPORT=udp -- "$c" nb
+    done
+fi
 # Blocked calls go to sleep at once: area waits end on the bell's futex wake.
 job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \
     PLAIT_WAIT_SPIN_US=0 PLAIT_WAIT_YIELD_US=0 PLAIT_TEST_QUICK=1 -- suite reduced
