@@ -196,13 +196,23 @@ int ppt_init(void)
     return PLAIT_OK;
 }
 
+/* The transport counters (udp), or the one line that says there are none. */
+static void ppt_stats_print(ppt_state_t *s, FILE *f)
+{
+    if (s->udp.ops)
+        ptl_udp_stats_print(&s->udp, f);
+    else
+        fprintf(f, "plait stats, rank %d: no multipath (udp) connections in this job\n", s->job.rank);
+    fflush(f);
+}
+
 int ppt_fini(void)
 {
     ppt_state_t *s = ppt_inst;
     int rc;
     ppt_async_stop(s);
-    if (s->cfg.stats && s->udp.ops)
-        ptl_udp_stats_print(&s->udp, stderr);
+    if (s->cfg.stats)   /* (black-box report: without udp it printed nothing) */
+        ppt_stats_print(s, stderr);
     atomic_store(&ppt_phase, PPT_PHASE_FINALIZED);
     ppt_teardown(s);
     prt_trace_stop();   /* the transports' threads have stopped */
@@ -223,11 +233,7 @@ int plait_stats_print(FILE *f)
         return rc;
     if (!f)
         return prt_err(PLAIT_ERR_ARG, "plait_stats_print: f is NULL");
-    if (s->udp.ops)
-        ptl_udp_stats_print(&s->udp, f);
-    else
-        fprintf(f, "plait stats, rank %d: no multipath (udp) connections in this job\n", s->job.rank);
-    fflush(f);
+    ppt_stats_print(s, f);
     return PLAIT_OK;
 }
 

@@ -240,11 +240,14 @@ int ppt_quiesce_locked(ppt_state_t *s, double timeout_s)
     }
 }
 
-static int wait_fail(plait_request_t r, int rc, const char *fn, double waited)
+static int wait_fail(plait_request_t r, int rc, const char *fn, double waited, double stalled)
 {
     char what[512], cause[256];
     int coll = req_of_collective(r);
     wait_describe(r, what, sizeof what);
+    if (rc == PLAIT_ERR_TIMEOUT && stalled >= 0)   /* data had moved: the stall is the limit */
+        return prt_err(rc, "%s: timed out: nothing moved with that rank for %.1f s "
+                       "(PLAIT_TIMEOUT; %.1f s in all) waiting for %s", fn, stalled, waited, what);
     if (rc == PLAIT_ERR_TIMEOUT)   /* mismatched collectives end here too (coll/util.c) */
         return prt_err(rc, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for %s%s", fn,
                        waited, what, coll ? "; a rank that passed a different collective, "
@@ -364,6 +367,23 @@ static int wait_moving(const ppt_state_t *s, plait_request_t req, uint64_t *mark
     return 1;
 }
 
+/* Samples the transport's count of what moved with req's peer: when it
+ * changed since *mark, data moved by now (*moved_ns). Sampled every
+ * PPT_ALIVE_CHECK_NS of waiting and at the deadline, so the wait ends one
+ * PLAIT_TIMEOUT after the last movement seen, give or take that interval.
+ * (Sampled at the deadline only, a message that moved early in a window
+ * bought the whole next window: a black-box test saw udp waits end after
+ * twice PLAIT_TIMEOUT.) */
+static void wait_moved(const ppt_state_t *s, plait_request_t req, uint64_t *mark,
+                       uint64_t *moved_ns, uint64_t now)
+{
+    uint64_t m;
+    if (wait_moving(s, req, &m) && m != *mark) {
+        *mark = m;
+        *moved_ns = now;
+    }
+}
+
 int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
 {
     return ppt_wait_for_locked(s, req, fn, s->cfg.timeout_s);
@@ -373,7 +393,7 @@ int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, dou
 {
     prt_backoff_t b;
     int backed_off = 0;   /* only waits that had to wait feed the average */
-    uint64_t mark = 0, m;
+    uint64_t mark = 0, moved_ns = 0, timeout_ns = (uint64_t)(timeout_s * 1e9);
     int marked = timeout_s > 0 && wait_moving(s, req, &mark);   /* no deadline: no need */
     prt_backoff_start(&b, timeout_s);
     for (;;) {
@@ -396,16 +416,18 @@ int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, dou
             if (rc != PLAIT_OK) {
                 ppt_progress_locked(s);   /* its last frames may still be in the ring */
                 return req_done(req) ? req_result(req, fn)
-                                     : wait_fail(req, rc, fn, (now - b.start_ns) * 1e-9);
+                                     : wait_fail(req, rc, fn, (now - b.start_ns) * 1e-9, -1);
             }
+            if (marked)
+                wait_moved(s, req, &mark, &moved_ns, now);
         }
         if (prt_backoff_expired(&b, now)) {
-            int moving = wait_moving(s, req, &m);
-            if (!moving || (marked && m == mark))
-                return wait_fail(req, PLAIT_ERR_TIMEOUT, fn, (now - b.start_ns) * 1e-9);
-            b.deadline_ns = now + (uint64_t)(timeout_s * 1e9);   /* data moved: not stalled */
-            mark = m;
-            marked = 1;
+            if (marked)
+                wait_moved(s, req, &mark, &moved_ns, now);
+            if (!moved_ns || now - moved_ns >= timeout_ns)
+                return wait_fail(req, PLAIT_ERR_TIMEOUT, fn, (now - b.start_ns) * 1e-9,
+                                 moved_ns ? (now - moved_ns) * 1e-9 : -1);
+            b.deadline_ns = moved_ns + timeout_ns;   /* data moved: not stalled */
         }
         pthread_mutex_unlock(&s->lock);
         wait_backoff(s, &b, now, req);

@@ -229,4 +229,14 @@ if ARGS=2097152 job "tcp A<->B: messages slower than PLAIT_TIMEOUT complete" \
 fi
 "$BED" rate $PFX none
 
+# A wait whose peer stops answering ends one PLAIT_TIMEOUT after the traffic
+# with it stopped (a message that moved early in the first window once
+# bought a whole second one over udp: 2 x PLAIT_TIMEOUT, a black-box report).
+for tr in udp tcp; do
+    if job "$tr A<->B: a stalled peer's wait ends one PLAIT_TIMEOUT after the traffic" \
+           "PLAIT_TIMEOUT=2 PLAIT_TRANSPORT=$tr" pt2pt_stall; then
+        grep "pt2pt_stall rank" "$out" | sed 's/^/# /'
+    fi
+done
+
 exit $((failures > 0))
