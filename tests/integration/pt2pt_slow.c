@@ -1,7 +1,7 @@
 /*
  * pt2pt_slow -- messages that take longer than PLAIT_TIMEOUT to cross a slow
  * link. Run with 2 ranks on two hosts whose link carries the message in a
- * few PLAIT_TIMEOUTs (t-netns: 2 x 5 Mbit/s, PLAIT_TIMEOUT=1, 4 MiB).
+ * few PLAIT_TIMEOUTs (t-netns: 2 x 5 Mbit/s, PLAIT_TIMEOUT=2, 4 MiB).
  *
  * PLAIT_TIMEOUT bounds how long a wait goes without its transfer moving, not
  * the transfer: both ends must complete with PLAIT_OK and every byte intact.
