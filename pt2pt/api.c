@@ -210,7 +210,6 @@ int ppt_fini(void)
 {
     ppt_state_t *s = ppt_inst;
     int rc;
-    ppt_async_stop(s);
     if (s->cfg.stats)   /* (black-box report: without udp it printed nothing) */
         ppt_stats_print(s, stderr);
     atomic_store(&ppt_phase, PPT_PHASE_FINALIZED);

@@ -255,7 +255,8 @@ typedef struct ppt_state {
     pthread_t        async_thread;
     int              async_started, async_failed;
     _Atomic int      async_stop;
-    _Atomic uint32_t async_gen;      /* futex word: bumped at each non-blocking collective */
+    _Atomic uint32_t async_gen;      /* futex word the thread sleeps on: bumped to wake it
+                                      * from its deep sleep, and at finalize */
     _Atomic int      async_deep;     /* it sleeps until the next one (none in flight) */
     _Atomic uint64_t passes;         /* progress passes made (the thread's "program away"
                                       * test; written under the lock, read without) */
@@ -268,7 +269,8 @@ ppt_state_t *ppt_get(void);
 ppt_state_t *ppt_enter(int *rc, const char *fn);
 
 /* async.c: the progress thread. A non-blocking collective just put in
- * flight wakes it (starting it the first time); finalize stops it. */
+ * flight wakes it (starting it the first time); plait_finalize stops it
+ * before it takes the lock. */
 void ppt_async_kick_locked(ppt_state_t *s);
 /* A collective leaves coll_head: a non-blocking one is counted out of nb_inflight. */
 static inline void ppt_coll_unlisted_locked(ppt_state_t *s, plait_request_t r)
