@@ -113,6 +113,25 @@ static void ppt_wait_policy(ppt_state_t *s)
     s->cfg.spin_us = 0;
 }
 
+/* The ranks' CPU masks, for the progress thread's placement (async.c): a
+ * failure only leaves the thread where the rank runs. */
+static void ppt_affinity_put(ppt_state_t *s)
+{
+    if (s->cfg.progress_thread && s->cfg.progress_cpu == PRT_PROGRESS_CPU_AUTO &&
+        prt_affinity_put(&s->job) != PLAIT_OK)
+        prt_log(PRT_LOG_DEBUG, "progress thread placement: %s", prt_err_text());
+}
+
+static void ppt_affinity_gather(ppt_state_t *s)
+{
+    if (!s->cfg.progress_thread || s->cfg.progress_cpu != PRT_PROGRESS_CPU_AUTO)
+        return;
+    if (prt_affinity_gather(&s->job, &s->async_cpus_taken) == PLAIT_OK)
+        s->async_cpus_known = 1;
+    else
+        prt_log(PRT_LOG_DEBUG, "progress thread placement: %s", prt_err_text());
+}
+
 /* Bootstrap, shared-memory wiring (two fences: cards, then "all mapped"),
  * world communicator. */
 static int ppt_setup(ppt_state_t *s)
@@ -130,8 +149,10 @@ static int ppt_setup(ppt_state_t *s)
         PRT_CHECK(ptl_tcp_setup(&s->tcp, &s->job, &s->cfg));
     if (ppt_needs_udp(s))
         PRT_CHECK(ptl_udp_setup(&s->udp, &s->job, &s->cfg, &s->shm));
+    ppt_affinity_put(s);
     PRT_CHECK(prt_boot_commit_fence(&s->job));
     PRT_CHECK(prt_boot_read_key(&s->job));
+    ppt_affinity_gather(s);
     PRT_CHECK(ptl_shm_connect(&s->shm, &s->job));
     if (s->udp.ops)
         PRT_CHECK(ptl_udp_connect(&s->udp));

@@ -25,7 +25,9 @@
  * counters (passes, nb_inflight) without the lock; only driving takes it,
  * with trylock: the first version took it at every look, and its handoffs
  * cost start-and-wait calls of 4-128 KiB 5-75% (bench/nb-overlap, 2 ranks).
- * PLAIT_PROGRESS_THREAD=0 turns it off.
+ * Where the ranks of the host are bound and leave a core free, the thread
+ * moves there when it starts (async_place, PLAIT_PROGRESS_CPU) and looks
+ * every 20 us without backing off. PLAIT_PROGRESS_THREAD=0 turns it off.
  */
 #include "config.h"
 
@@ -41,6 +43,10 @@
                                      * it two context switches per look, but a program gone
                                      * computing is seen only at the second look after (800
                                      * lost most of the overlap of 2-4 MiB allreduces) */
+#define PPT_ASYNC_LOOK_SPARE_US 20 /* on a core of its own (async_place) looks cost the
+                                     * program nothing, and it sees the program leave sooner:
+                                     * 1-2 MiB allreduces hid 46-72% (100: -4-34%; 10: no
+                                     * better, 4 ranks' 64 KiB start-and-wait 46 -> 114 us) */
 #define PPT_ASYNC_NET_US    1000    /* driving, sleep bound with tcp peers (their data bumps
                                      * nothing) */
 #define PPT_ASYNC_SHM_US    10000   /* driving, sleep bound otherwise: every source of work
@@ -52,6 +58,11 @@
 #define PPT_ASYNC_DEEP_US   200000  /* that sleep's guard bound */
 
 enum { ASYNC_LOOK, ASYNC_DRIVE, ASYNC_DEEP };
+
+static long async_look_first(const ppt_state_t *s)
+{
+    return s->async_spare ? PPT_ASYNC_LOOK_SPARE_US : PPT_ASYNC_LOOK_US;
+}
 
 /* One look: the mode to sleep in next. The lock is taken only to drive,
  * when a non-blocking collective is in flight and nobody made a pass since
@@ -66,11 +77,11 @@ static int async_look(ppt_state_t *s, uint64_t *seen, int *idle, long *look_us)
     passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
     if (passes != *seen) {   /* the program progresses by itself */
         *seen = passes;
-        if (*look_us < PPT_ASYNC_LOOK_MAX)
+        if (!s->async_spare && *look_us < PPT_ASYNC_LOOK_MAX)
             *look_us *= 2;
         return ASYNC_LOOK;
     }
-    *look_us = PPT_ASYNC_LOOK_US;
+    *look_us = async_look_first(s);
     if (pthread_mutex_trylock(&s->lock) != 0)   /* a program thread is in a call */
         return ASYNC_LOOK;
     if (atomic_load_explicit(&s->nb_inflight, memory_order_relaxed) > 0)
@@ -100,20 +111,47 @@ static void async_sleep(ppt_state_t *s, int mode, uint32_t gen, long look_us)
     }
 }
 
+/* Moves the thread to a core no rank of the host is bound to, when there
+ * is one (runtime/affinity.c, PLAIT_PROGRESS_CPU=auto). Bound to the rank's
+ * own core instead, each of its looks and passes takes turns with the
+ * program: one host, ranks bound to cores, 4-16 MiB allreduces hid 0-37%
+ * of their time behind computation there, 37-97% on a core of their own
+ * (docs/PERFORMANCE.md, session 33). */
+static void async_place(ppt_state_t *s)
+{
+    cpu_set_t set;
+    char text[64];
+    if (!s->async_cpus_known || !prt_affinity_leave(&s->async_cpus_taken))
+        return;
+    s->async_spare = 1;   /* off the ranks' CPUs already; then one core among the rest */
+    if (!prt_affinity_spare(&s->job, &s->async_cpus_taken, &set)) {
+        prt_log(PRT_LOG_INFO, "progress thread on CPUs no rank of this host is bound to");
+        return;
+    }
+    prt_affinity_text(&set, text, sizeof text);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+        prt_log(PRT_LOG_DEBUG, "progress thread: cannot move to CPU %s", text);
+        return;
+    }
+    prt_log(PRT_LOG_INFO, "progress thread on CPU %s (no rank of this host is bound there)", text);
+}
+
 static void *async_main(void *arg)
 {
     ppt_state_t *s = arg;
     uint64_t seen = 0;
     int idle = 0;
-    long look_us = PPT_ASYNC_LOOK_US;
+    long look_us;
     pthread_setname_np(pthread_self(), "plait-progress");
+    async_place(s);
+    look_us = async_look_first(s);
     while (!atomic_load(&s->async_stop)) {
         uint32_t gen = atomic_load(&s->async_gen);
         int mode = async_look(s, &seen, &idle, &look_us);
         async_sleep(s, mode, gen, look_us);
         if (mode == ASYNC_DEEP) {
             idle = 0;
-            look_us = PPT_ASYNC_LOOK_US;
+            look_us = async_look_first(s);
         }
     }
     return NULL;

@@ -7,6 +7,7 @@
 #ifndef PLAIT_RUNTIME_PRT_H
 #define PLAIT_RUNTIME_PRT_H
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -92,6 +93,8 @@ enum { PRT_TRANSPORT_AUTO = 0, PRT_TRANSPORT_SHM = 1, PRT_TRANSPORT_TCP = 2, PRT
 /* Parsed values of every setting, filled by prt_cfg_load(). */
 /* PLAIT_UDP_TX_HELP: auto = on where the process may use two cores or more */
 enum { PRT_TX_HELP_AUTO, PRT_TX_HELP_ON, PRT_TX_HELP_OFF };
+/* PLAIT_PROGRESS_CPU (runtime/affinity.c) */
+enum { PRT_PROGRESS_CPU_AUTO, PRT_PROGRESS_CPU_RANK };
 
 typedef struct {
     double   timeout_s;        /* PLAIT_TIMEOUT, 0 = forever */
@@ -125,6 +128,7 @@ typedef struct {
     int      udp_tx_help;      /* PLAIT_UDP_TX_HELP: PRT_TX_HELP_* */
     int      stats;            /* PLAIT_STATS: print transport counters at finalize */
     int      progress_thread;  /* PLAIT_PROGRESS_THREAD: non-blocking collectives move on alone */
+    int      progress_cpu;     /* PLAIT_PROGRESS_CPU: PRT_PROGRESS_CPU_* */
     char     trace[256];       /* PLAIT_TRACE: directory for an event timeline ("" off) */
     /* collectives: forced algorithm per collective (0 = auto; the choices'
      * order is coll/pcoll.h's PCOLL_* algorithm ids) and reduction kernels */
@@ -212,6 +216,20 @@ int  prt_boot_get(prt_job_t *job, int rank, const char *key, void **blob, size_t
 int  prt_boot_fence(prt_job_t *job);          /* fence without data */
 void prt_boot_abort(prt_job_t *job, int code, const char *reason) __attribute__((noreturn));
 int  prt_boot_finalize(prt_job_t *job);
+
+/* --------------------------------------------------------------- affinity */
+/*
+ * Where the library's own threads run (affinity.c): a core no rank of this
+ * host is bound to, when there is one.
+ */
+int  prt_affinity_put(prt_job_t *job);                      /* before the first fence */
+int  prt_affinity_gather(prt_job_t *job, cpu_set_t *taken); /* after it: the host's ranks' CPUs */
+/* Moves the calling thread off taken to any other CPU it may use; 1: moved. */
+int  prt_affinity_leave(const cpu_set_t *taken);
+/* 1: *out is a spare core for this rank's threads; 0: none (unbound ranks,
+ * every allowed core taken, no hwloc). Loads the topology: milliseconds. */
+int  prt_affinity_spare(const prt_job_t *job, const cpu_set_t *taken, cpu_set_t *out);
+void prt_affinity_text(const cpu_set_t *set, char *buf, size_t len);   /* "0-3,8" */
 
 /* ------------------------------------------------------------ blocking wait */
 /*

@@ -124,6 +124,34 @@ if [ -x "$OVERLAP" ]; then
     PROG=$OVERLAP job "PLAIT_PROGRESS_THREAD=0: no progress outside plait calls (3 ranks)" \
         3 "$PLAIT_TIMEOUT" PLAIT_PROGRESS_THREAD=0 -- off
 fi
+# Where the progress thread runs (PLAIT_PROGRESS_CPU): on a CPU no rank of
+# the host is bound to when the ranks are bound and one is left (here the
+# ranks bind themselves to one CPU before plait_init), else on the rank's.
+PCPU=$B/tests/coll/progress_cpu
+if [ -x "$PCPU" ]; then
+    ncpu=$(nproc)
+    spare=moved
+    [ "$ncpu" -ge 2 ] && "$B/tools/plait_info" 2>/dev/null | grep -q "hwloc=yes" || spare=stay
+    pcpu() {   # pcpu NAME BIND [VAR=VAL...] -- ARGS
+        local name=$1 bind=$2 envs=() rc
+        shift 2
+        while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
+        shift
+        timeout -k 5 "$JOB_LIMIT" "$PLAITRUN" -n "${PCPU_NP:-2}" --bind-to "$bind" \
+            -x "PLAIT_TIMEOUT=$PLAIT_TIMEOUT" "${envs[@]}" "$PCPU" "$@" > "$out" 2>&1 < /dev/null
+        rc=$?
+        if [ "$rc" = 0 ]; then pass "$name"
+        else fail "$name" "exit status $rc" "rerun: $PLAITRUN -n ${PCPU_NP:-2} --bind-to $bind ${envs[*]} $PCPU $*"; fi
+    }
+    pcpu "progress thread $spare: ranks bound to one CPU, $ncpu CPUs (2 ranks)" none -- "$spare" selfbind
+    pcpu "progress thread on the rank's CPUs: PLAIT_PROGRESS_CPU=rank (2 ranks)" none \
+        PLAIT_PROGRESS_CPU=rank -- stay selfbind
+    pcpu "progress thread on the rank's CPUs: ranks unbound (2 ranks)" none -- stay
+    if [ "$ncpu" -ge 2 ] && [ "$ncpu" -le 8 ]; then
+        PCPU_NP=$ncpu pcpu "progress thread on the rank's CPUs: every core taken ($ncpu ranks bound)" \
+            core -- stay
+    fi
+fi
 # A rooted collective where only some ranks pass a count of 0 (unseen by
 # them), then a correct one: that one fails or gets its own data, never the
 # first call's (shared area, messages over udp, non-blocking).

@@ -1,0 +1,172 @@
+/*
+ * progress_cpu.c -- where the progress thread runs (PLAIT_PROGRESS_CPU).
+ *
+ *   progress_cpu moved|stay [selfbind]
+ *
+ * selfbind: every rank binds itself to the first CPU it may use before
+ * plait_init (as a user or a launcher might), so the ranks of the host leave
+ * the other CPUs spare. Then every rank starts a non-blocking allreduce and
+ * watches its output without calling plait until the sum arrives: the
+ * progress thread made that happen, so it has placed itself by then. The
+ * thread (named plait-progress) is found in /proc/self/task and its CPU list
+ * read from there, independently of the library:
+ *   moved   it must share no CPU with any rank of the host (their masks are
+ *           gathered with plait_allgather) and have at least one
+ *   stay    it must have exactly the CPUs of the rank
+ * Exit 0 when so, 1 otherwise (with the masks printed).
+ */
+#define _GNU_SOURCE 1
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plait.h"
+
+static int fail(int rank, const char *what, int rc)
+{
+    fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, what, plait_strerror(rc), plait_last_error());
+    return 1;
+}
+
+/* "0-3,8" -> set; 0 when the text made sense. */
+static int cpus_parse(const char *text, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    while (*text && *text != '\n') {
+        char *end;
+        long a = strtol(text, &end, 10), b = a;
+        if (end == text || a < 0 || a >= CPU_SETSIZE)
+            return -1;
+        if (*end == '-') {
+            text = end + 1;
+            b = strtol(text, &end, 10);
+            if (end == text || b < a || b >= CPU_SETSIZE)
+                return -1;
+        }
+        for (long c = a; c <= b; c++)
+            CPU_SET((int)c, set);
+        text = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
+static void cpus_print(const char *name, const cpu_set_t *set)
+{
+    fprintf(stderr, "  %s:", name);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, set))
+            fprintf(stderr, " %d", c);
+    fprintf(stderr, "\n");
+}
+
+/* The CPUs of this process's thread named plait-progress; 0 when found. */
+static int progress_thread_cpus(cpu_set_t *set)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int found = -1;
+    while (d && found != 0 && (e = readdir(d)) != NULL) {
+        char path[300], line[512];
+        FILE *f;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        if (!fgets(line, sizeof line, f) || strcmp(line, "plait-progress\n") != 0) {
+            fclose(f);
+            continue;
+        }
+        fclose(f);
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "Cpus_allowed_list:", 18) == 0)
+                found = cpus_parse(line + 18 + strspn(line + 18, " \t"), set);
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static void bind_first_cpu(void)
+{
+    cpu_set_t set, one;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    sched_setaffinity(0, sizeof one, &one);
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, rc, moved;
+    cpu_set_t own, *all, taken, thread, both;
+    volatile float *out;
+    float in;
+    plait_request_t req;
+    if (argc < 2 || (strcmp(argv[1], "moved") != 0 && strcmp(argv[1], "stay") != 0)) {
+        fprintf(stderr, "usage: %s moved|stay [selfbind]\n", argv[0]);
+        return 2;
+    }
+    moved = strcmp(argv[1], "moved") == 0;
+    if (argc > 2 && strcmp(argv[2], "selfbind") == 0)
+        bind_first_cpu();
+    if ((rc = plait_init()) != PLAIT_OK)
+        return fail(-1, "plait_init", rc);
+    plait_comm_rank(plait_comm_world(), &rank);
+    plait_comm_size(plait_comm_world(), &size);
+    sched_getaffinity(0, sizeof own, &own);
+    all = calloc((size_t)size, sizeof *all);
+    out = calloc(1, sizeof *out);
+    if (!all || !out)
+        return fail(rank, "calloc", PLAIT_ERR_NOMEM);
+    rc = plait_allgather(&own, all, sizeof own, PLAIT_BYTE, plait_comm_world());
+    if (rc != PLAIT_OK)
+        return fail(rank, "plait_allgather", rc);
+    CPU_ZERO(&taken);
+    for (int r = 0; r < size; r++)
+        CPU_OR(&taken, &taken, &all[r]);
+    /* the sum arrives only by the progress thread: it has placed itself */
+    in = (float)(rank + 1);
+    *out = -1.0f;
+    rc = plait_iallreduce(&in, (void *)out, 1, PLAIT_FLOAT32, PLAIT_SUM, plait_comm_world(), &req);
+    if (rc != PLAIT_OK)
+        return fail(rank, "plait_iallreduce", rc);
+    for (double t0 = plait_wtime(); *out != (float)size * (float)(size + 1) / 2;) {
+        if (plait_wtime() - t0 > 30) {
+            fprintf(stderr, "rank %d: the allreduce made no progress in 30 s without plait calls\n",
+                    rank);
+            return 1;
+        }
+        sched_yield();
+    }
+    if ((rc = plait_wait(&req, NULL)) != PLAIT_OK)
+        return fail(rank, "plait_wait", rc);
+    if (progress_thread_cpus(&thread) != 0) {
+        fprintf(stderr, "rank %d: no thread named plait-progress in /proc/self/task\n", rank);
+        return 1;
+    }
+    CPU_AND(&both, &thread, &taken);
+    if (moved ? (CPU_COUNT(&thread) == 0 || CPU_COUNT(&both) != 0) : !CPU_EQUAL(&thread, &own)) {
+        fprintf(stderr, "rank %d: the progress thread should %s\n", rank,
+                moved ? "run on CPUs no rank of the host is bound to" : "run on the rank's CPUs");
+        cpus_print("rank", &own);
+        cpus_print("all ranks", &taken);
+        cpus_print("progress thread", &thread);
+        return 1;
+    }
+    printf("rank %d: progress thread %s\n", rank, moved ? "on a spare CPU" : "on the rank's CPUs");
+    free(all);
+    free((void *)out);
+    return plait_finalize() == PLAIT_OK ? 0 : 1;
+}
