@@ -113,23 +113,18 @@ static void ppt_wait_policy(ppt_state_t *s)
     s->cfg.spin_us = 0;
 }
 
-/* The ranks' CPU masks, for the progress thread's placement (async.c): a
- * failure only leaves the thread where the rank runs. */
+/* The ranks' CPU masks, for the placement of the library's threads
+ * (runtime/affinity.c): a failure only leaves them where the rank runs. */
 static void ppt_affinity_put(ppt_state_t *s)
 {
-    if (s->cfg.progress_thread && s->cfg.progress_cpu == PRT_PROGRESS_CPU_AUTO &&
-        prt_affinity_put(&s->job) != PLAIT_OK)
-        prt_log(PRT_LOG_DEBUG, "progress thread placement: %s", prt_err_text());
+    if (s->cfg.thread_cpu == PRT_THREAD_CPU_AUTO && prt_affinity_put(&s->job) != PLAIT_OK)
+        prt_log(PRT_LOG_DEBUG, "thread placement: %s", prt_err_text());
 }
 
 static void ppt_affinity_gather(ppt_state_t *s)
 {
-    if (!s->cfg.progress_thread || s->cfg.progress_cpu != PRT_PROGRESS_CPU_AUTO)
-        return;
-    if (prt_affinity_gather(&s->job, &s->async_cpus_taken) == PLAIT_OK)
-        s->async_cpus_known = 1;
-    else
-        prt_log(PRT_LOG_DEBUG, "progress thread placement: %s", prt_err_text());
+    if (s->cfg.thread_cpu == PRT_THREAD_CPU_AUTO && prt_affinity_gather(&s->job) != PLAIT_OK)
+        prt_log(PRT_LOG_DEBUG, "thread placement: %s", prt_err_text());
 }
 
 /* Bootstrap, shared-memory wiring (two fences: cards, then "all mapped"),

@@ -26,7 +26,7 @@
  * with trylock: the first version took it at every look, and its handoffs
  * cost start-and-wait calls of 4-128 KiB 5-75% (bench/nb-overlap, 2 ranks).
  * Where the ranks of the host are bound and leave a core free, the thread
- * moves there when it starts (async_place, PLAIT_PROGRESS_CPU) and looks
+ * moves there when it starts (PLAIT_THREAD_CPU, runtime/affinity.c) and looks
  * every 20 us without backing off. PLAIT_PROGRESS_THREAD=0 turns it off.
  */
 #include "config.h"
@@ -43,7 +43,7 @@
                                      * it two context switches per look, but a program gone
                                      * computing is seen only at the second look after (800
                                      * lost most of the overlap of 2-4 MiB allreduces) */
-#define PPT_ASYNC_LOOK_SPARE_US 20 /* on a core of its own (async_place) looks cost the
+#define PPT_ASYNC_LOOK_SPARE_US 20 /* on a core of its own (async_main) looks cost the
                                      * program nothing, and it sees the program leave sooner:
                                      * 1-2 MiB allreduces hid 46-72% (100: -4-34%; 10: no
                                      * better, 4 ranks' 64 KiB start-and-wait 46 -> 114 us) */
@@ -111,31 +111,6 @@ static void async_sleep(ppt_state_t *s, int mode, uint32_t gen, long look_us)
     }
 }
 
-/* Moves the thread to a core no rank of the host is bound to, when there
- * is one (runtime/affinity.c, PLAIT_PROGRESS_CPU=auto). Bound to the rank's
- * own core instead, each of its looks and passes takes turns with the
- * program: one host, ranks bound to cores, 4-16 MiB allreduces hid 0-37%
- * of their time behind computation there, 37-97% on a core of their own
- * (docs/PERFORMANCE.md, session 33). */
-static void async_place(ppt_state_t *s)
-{
-    cpu_set_t set;
-    char text[64];
-    if (!s->async_cpus_known || !prt_affinity_leave(&s->async_cpus_taken))
-        return;
-    s->async_spare = 1;   /* off the ranks' CPUs already; then one core among the rest */
-    if (!prt_affinity_spare(&s->job, &s->async_cpus_taken, &set)) {
-        prt_log(PRT_LOG_INFO, "progress thread on CPUs no rank of this host is bound to");
-        return;
-    }
-    prt_affinity_text(&set, text, sizeof text);
-    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
-        prt_log(PRT_LOG_DEBUG, "progress thread: cannot move to CPU %s", text);
-        return;
-    }
-    prt_log(PRT_LOG_INFO, "progress thread on CPU %s (no rank of this host is bound there)", text);
-}
-
 static void *async_main(void *arg)
 {
     ppt_state_t *s = arg;
@@ -143,7 +118,12 @@ static void *async_main(void *arg)
     int idle = 0;
     long look_us;
     pthread_setname_np(pthread_self(), "plait-progress");
-    async_place(s);
+    /* Bound to the rank's own core, each look and pass takes turns with the
+     * program: one host, ranks bound to cores, 4-16 MiB allreduces hid
+     * 0-37% of their time behind computation there, 46-100% on a core of
+     * their own (docs/PERFORMANCE.md, session 33). */
+    s->async_spare = s->cfg.thread_cpu == PRT_THREAD_CPU_AUTO &&
+                     prt_affinity_place(&s->job, s->job.local_rank, "progress thread");
     look_us = async_look_first(s);
     while (!atomic_load(&s->async_stop)) {
         uint32_t gen = atomic_load(&s->async_gen);

@@ -258,9 +258,7 @@ typedef struct ppt_state {
     _Atomic uint32_t async_gen;      /* futex word the thread sleeps on: bumped to wake it
                                       * from its deep sleep, and at finalize */
     _Atomic int      async_deep;     /* it sleeps until the next one (none in flight) */
-    int              async_cpus_known; /* async_cpus_taken holds the host's ranks' CPUs */
-    cpu_set_t        async_cpus_taken; /* (runtime/affinity.c) */
-    int              async_spare;    /* the thread runs on a core of its own (async_place) */
+    int              async_spare;    /* it runs off the ranks' CPUs (async_main) */
     _Atomic uint64_t passes;         /* progress passes made (the thread's "program away"
                                       * test; written under the lock, read without) */
     _Atomic int      nb_inflight;    /* non-blocking collectives in coll_head (likewise) */

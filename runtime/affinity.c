@@ -50,37 +50,56 @@ int prt_affinity_put(prt_job_t *job)
     return prt_boot_put(job, PRT_CPUS_KEY, &own, sizeof own);
 }
 
-int prt_affinity_gather(prt_job_t *job, cpu_set_t *taken)
+int prt_affinity_gather(prt_job_t *job)
 {
-    CPU_ZERO(taken);
+    job->cpus_known = 0;
+    CPU_ZERO(&job->cpus_taken);
     for (int i = 0; i < job->local_size; i++) {
         void *blob = NULL;
         size_t len = 0;
         int rc = prt_boot_get(job, job->local_peers[i], PRT_CPUS_KEY, &blob, &len);
         if (rc != PLAIT_OK)
             return rc;
-        if (len != sizeof *taken) {   /* another build of the library: nothing known */
+        if (len != sizeof job->cpus_taken) {   /* another build of the library */
             free(blob);
             return prt_err(PLAIT_ERR_INTERNAL, "rank %d's CPU mask has %zu bytes, expected %zu",
-                           job->local_peers[i], len, sizeof *taken);
+                           job->local_peers[i], len, sizeof job->cpus_taken);
         }
-        CPU_OR(taken, taken, (cpu_set_t *)blob);
+        CPU_OR(&job->cpus_taken, &job->cpus_taken, (cpu_set_t *)blob);
         free(blob);
     }
+    job->cpus_known = CPU_COUNT(&job->cpus_taken) > 0;
     return PLAIT_OK;
 }
 
-int prt_affinity_leave(const cpu_set_t *taken)
+/* Every CPU but taken's. */
+static void affinity_rest(const cpu_set_t *taken, cpu_set_t *rest)
 {
-    cpu_set_t rest;
-    if (CPU_COUNT(taken) == 0)
-        return 0;
-    CPU_ZERO(&rest);
+    CPU_ZERO(rest);
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (!CPU_ISSET(c, taken))
-            CPU_SET(c, &rest);
-    /* the kernel keeps what the cgroup allows; none of it: EINVAL, no move */
+            CPU_SET(c, rest);
+}
+
+/* Moves the calling thread off taken to any other CPU it may use (the
+ * kernel keeps what the cgroup allows; none of it: EINVAL, no move). */
+static int affinity_leave(const cpu_set_t *taken)
+{
+    cpu_set_t rest;
+    affinity_rest(taken, &rest);
     return pthread_setaffinity_np(pthread_self(), sizeof rest, &rest) == 0;
+}
+
+int prt_affinity_spare_exists(const prt_job_t *job)
+{
+    cpu_set_t own;
+    int yes;
+    if (!job->cpus_known || pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0)
+        return 0;
+    yes = affinity_leave(&job->cpus_taken);
+    if (yes)
+        pthread_setaffinity_np(pthread_self(), sizeof own, &own);
+    return yes;
 }
 
 #ifdef PLAIT_HAVE_HWLOC
@@ -114,23 +133,22 @@ static hwloc_const_bitmap_t affinity_home(hwloc_topology_t topo, hwloc_const_bit
     return pkg ? pkg->cpuset : NULL;
 }
 
-static int affinity_pick(hwloc_topology_t topo, const prt_job_t *job, const cpu_set_t *taken,
-                         cpu_set_t *out)
+static int affinity_pick(hwloc_topology_t topo, int slot, const cpu_set_t *taken,
+                         const cpu_set_t *mine, cpu_set_t *out)
 {
     hwloc_bitmap_t tk = hwloc_bitmap_alloc(), own = hwloc_bitmap_alloc(), set = NULL;
     hwloc_obj_t list[1024];
-    cpu_set_t mine;
     int n = 0, rc = 0;
-    if (!tk || !own || sched_getaffinity(0, sizeof mine, &mine) != 0)
+    if (!tk || !own)
         goto out_free;
     hwloc_cpuset_from_glibc_sched_affinity(topo, tk, taken, sizeof *taken);
-    hwloc_cpuset_from_glibc_sched_affinity(topo, own, &mine, sizeof mine);
+    hwloc_cpuset_from_glibc_sched_affinity(topo, own, mine, sizeof *mine);
     n = affinity_spare_cores(topo, tk, affinity_home(topo, own), list, 1024);
     if (n == 0)
         n = affinity_spare_cores(topo, tk, NULL, list, 1024);
     if (n == 0)
         goto out_free;
-    set = hwloc_bitmap_dup(list[job->local_rank % n]->cpuset);
+    set = hwloc_bitmap_dup(list[slot % n]->cpuset);
     if (set) {
         hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
         rc = hwloc_cpuset_to_glibc_sched_affinity(topo, set, out, sizeof *out) == 0 &&
@@ -144,43 +162,63 @@ out_free:
 }
 #endif
 
-int prt_affinity_spare(const prt_job_t *job, const cpu_set_t *taken, cpu_set_t *out)
+/* 1: *out is the slot-th spare core (see prt_affinity_place); mine: the
+ * rank's CPUs, whose package comes first. */
+static int affinity_spare(int slot, const cpu_set_t *taken, const cpu_set_t *mine, cpu_set_t *out)
 {
 #ifdef PLAIT_HAVE_HWLOC
     hwloc_topology_t topo;
     int rc;
-    if (CPU_COUNT(taken) == 0 || hwloc_topology_init(&topo) != 0)
+    if (hwloc_topology_init(&topo) != 0)
         return 0;
     if (hwloc_topology_load(topo) != 0) {
         hwloc_topology_destroy(topo);
         return 0;
     }
-    rc = affinity_pick(topo, job, taken, out);
+    rc = affinity_pick(topo, slot, taken, mine, out);
     hwloc_topology_destroy(topo);
     return rc;
 #else
-    (void)job; (void)taken; (void)out;
-    return 0;   /* built without hwloc: no notion of the allowed cores */
+    (void)slot; (void)taken; (void)mine; (void)out;
+    return 0;   /* built without hwloc: no notion of cores; the thread stays off the ranks' */
 #endif
 }
 
-void prt_affinity_text(const cpu_set_t *set, char *buf, size_t len)
+/* "0-3,8", or cut short with "...". */
+static void affinity_text(const cpu_set_t *set, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = '\0';
     for (int c = 0; c < CPU_SETSIZE && at + 1 < len; c++) {
-        int end = c;
+        int end = c, w;
         if (!CPU_ISSET(c, set))
             continue;
         while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, set))
             end++;
-        int w = end > c ? snprintf(buf + at, len - at, "%s%d-%d", at ? "," : "", c, end)
-                        : snprintf(buf + at, len - at, "%s%d", at ? "," : "", c);
-        if (w < 0 || (size_t)w >= len - at) {   /* cut short: say so */
+        w = end > c ? snprintf(buf + at, len - at, "%s%d-%d", at ? "," : "", c, end)
+                    : snprintf(buf + at, len - at, "%s%d", at ? "," : "", c);
+        if (w < 0 || (size_t)w >= len - at) {
             snprintf(buf + (len > 4 ? len - 4 : 0), len > 4 ? 4 : len, "...");
             return;
         }
         at += (size_t)w;
         c = end;
     }
+}
+
+int prt_affinity_place(const prt_job_t *job, int slot, const char *what)
+{
+    cpu_set_t mine, set;
+    char text[64];
+    if (!job->cpus_known || pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) != 0 ||
+        !affinity_leave(&job->cpus_taken))
+        return 0;
+    if (!affinity_spare(slot, &job->cpus_taken, &mine, &set) ||
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+        prt_log(PRT_LOG_INFO, "%s on the CPUs no rank of this host is bound to", what);
+        return 1;
+    }
+    affinity_text(&set, text, sizeof text);
+    prt_log(PRT_LOG_INFO, "%s on CPU %s (no rank of this host is bound there)", what, text);
+    return 1;
 }

@@ -109,10 +109,11 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "a library thread moves non-blocking collectives on while the program computes (started "
      "at the first one, asleep while none is in flight; 0: only inside plait calls)",
      CFG_AT(progress_thread)},
-    {"PLAIT_PROGRESS_CPU", PRT_CFG_ENUM, "auto", "auto|rank",
-     "where the progress thread runs: auto = a core no rank of the host is bound to, when the "
-     "ranks are bound and one is left (else as rank); rank = the rank's own CPUs",
-     CFG_AT(progress_cpu)},
+    {"PLAIT_THREAD_CPU", PRT_CFG_ENUM, "auto", "auto|rank",
+     "where the library's threads (progress thread, udp engines) run: auto = cores no rank of "
+     "the host is bound to, when the ranks are bound and some are left (else as rank); "
+     "rank = the rank's own CPUs",
+     CFG_AT(thread_cpu)},
     {"PLAIT_SINGLETON", PRT_CFG_BOOL, "1", NULL,
      "run as a job of size 1 when no PMIx server is reachable (0: fail plait_init instead)", CFG_AT(singleton_ok)},
     /* collectives: the choices' order is coll/pcoll.h's algorithm ids */

@@ -93,8 +93,8 @@ enum { PRT_TRANSPORT_AUTO = 0, PRT_TRANSPORT_SHM = 1, PRT_TRANSPORT_TCP = 2, PRT
 /* Parsed values of every setting, filled by prt_cfg_load(). */
 /* PLAIT_UDP_TX_HELP: auto = on where the process may use two cores or more */
 enum { PRT_TX_HELP_AUTO, PRT_TX_HELP_ON, PRT_TX_HELP_OFF };
-/* PLAIT_PROGRESS_CPU (runtime/affinity.c) */
-enum { PRT_PROGRESS_CPU_AUTO, PRT_PROGRESS_CPU_RANK };
+/* PLAIT_THREAD_CPU (runtime/affinity.c) */
+enum { PRT_THREAD_CPU_AUTO, PRT_THREAD_CPU_RANK };
 
 typedef struct {
     double   timeout_s;        /* PLAIT_TIMEOUT, 0 = forever */
@@ -128,7 +128,7 @@ typedef struct {
     int      udp_tx_help;      /* PLAIT_UDP_TX_HELP: PRT_TX_HELP_* */
     int      stats;            /* PLAIT_STATS: print transport counters at finalize */
     int      progress_thread;  /* PLAIT_PROGRESS_THREAD: non-blocking collectives move on alone */
-    int      progress_cpu;     /* PLAIT_PROGRESS_CPU: PRT_PROGRESS_CPU_* */
+    int      thread_cpu;       /* PLAIT_THREAD_CPU: PRT_THREAD_CPU_* */
     char     trace[256];       /* PLAIT_TRACE: directory for an event timeline ("" off) */
     /* collectives: forced algorithm per collective (0 = auto; the choices'
      * order is coll/pcoll.h's PCOLL_* algorithm ids) and reduction kernels */
@@ -203,6 +203,8 @@ typedef struct prt_job {
     uint64_t  key;              /* random per-job secret, same on every rank */
     double    timeout_s;        /* PLAIT_TIMEOUT, for fences (0 = none) */
     void     *pmix;             /* opaque PMIx state */
+    int       cpus_known;       /* cpus_taken holds the CPUs the host's ranks are bound to */
+    cpu_set_t cpus_taken;       /* (prt_affinity_gather) */
 } prt_job_t;
 
 /* Joins the job (no fence yet); rank 0 puts the job key for prt_boot_read_key. */
@@ -222,14 +224,17 @@ int  prt_boot_finalize(prt_job_t *job);
  * Where the library's own threads run (affinity.c): a core no rank of this
  * host is bound to, when there is one.
  */
-int  prt_affinity_put(prt_job_t *job);                      /* before the first fence */
-int  prt_affinity_gather(prt_job_t *job, cpu_set_t *taken); /* after it: the host's ranks' CPUs */
-/* Moves the calling thread off taken to any other CPU it may use; 1: moved. */
-int  prt_affinity_leave(const cpu_set_t *taken);
-/* 1: *out is a spare core for this rank's threads; 0: none (unbound ranks,
- * every allowed core taken, no hwloc). Loads the topology: milliseconds. */
-int  prt_affinity_spare(const prt_job_t *job, const cpu_set_t *taken, cpu_set_t *out);
-void prt_affinity_text(const cpu_set_t *set, char *buf, size_t len);   /* "0-3,8" */
+int  prt_affinity_put(prt_job_t *job);      /* before the first fence */
+int  prt_affinity_gather(prt_job_t *job);   /* after it: job->cpus_taken, cpus_known */
+/* 1 when this process may run a thread on a CPU outside job->cpus_taken
+ * (the calling thread is moved there and back). */
+int  prt_affinity_spare_exists(const prt_job_t *job);
+/* Moves the calling thread (what: its name in the log) off the host's
+ * ranks' CPUs, then onto one spare core, the slot-th of those hwloc finds
+ * (mod their count; the rank's package first). 1: moved off the ranks'
+ * CPUs; 0: left where it was (unbound ranks, no CPU left, nothing known).
+ * Loads the topology: milliseconds, spent off the ranks' CPUs. */
+int  prt_affinity_place(const prt_job_t *job, int slot, const char *what);
 
 /* ------------------------------------------------------------ blocking wait */
 /*

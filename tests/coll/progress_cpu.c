@@ -1,18 +1,21 @@
 /*
- * progress_cpu.c -- where the progress thread runs (PLAIT_PROGRESS_CPU).
+ * progress_cpu.c -- where the library's threads run (PLAIT_THREAD_CPU).
  *
  *   progress_cpu moved|stay [selfbind]
  *
  * selfbind: every rank binds itself to the first CPU it may use before
  * plait_init (as a user or a launcher might), so the ranks of the host leave
- * the other CPUs spare. Then every rank starts a non-blocking allreduce and
- * watches its output without calling plait until the sum arrives: the
- * progress thread made that happen, so it has placed itself by then. The
- * thread (named plait-progress) is found in /proc/self/task and its CPU list
- * read from there, independently of the library:
- *   moved   it must share no CPU with any rank of the host (their masks are
- *           gathered with plait_allgather) and have at least one
- *   stay    it must have exactly the CPUs of the rank
+ * the other CPUs spare. Then each rank in turn starts a non-blocking
+ * allreduce the others join late, and watches its output without calling
+ * plait until the sum arrives: its progress thread made that happen, so it
+ * has placed itself by then (and so have the udp engine threads, which do
+ * it before their first packet).
+ * The threads (named plait-progress, plait-udpN) are found in
+ * /proc/self/task and their CPU lists read from there, independently of the
+ * library; the progress thread must be among them:
+ *   moved   each must share no CPU with any rank of the host (their masks
+ *           are gathered with plait_allgather) and have at least one
+ *   stay    each must have exactly the CPUs of the rank
  * Exit 0 when so, 1 otherwise (with the masks printed).
  */
 #define _GNU_SOURCE 1
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plait.h"
 
@@ -61,13 +65,14 @@ static void cpus_print(const char *name, const cpu_set_t *set)
     fprintf(stderr, "\n");
 }
 
-/* The CPUs of this process's thread named plait-progress; 0 when found. */
-static int progress_thread_cpus(cpu_set_t *set)
+/* The library's threads (plait-progress, plait-udpN): their names and CPU
+ * lists, at most cap; returns how many were found. */
+static int library_threads(char names[][20], cpu_set_t *sets, int cap)
 {
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;
-    int found = -1;
-    while (d && found != 0 && (e = readdir(d)) != NULL) {
+    int n = 0;
+    while (d && n < cap && (e = readdir(d)) != NULL) {
         char path[300], line[512];
         FILE *f;
         if (e->d_name[0] == '.')
@@ -75,22 +80,26 @@ static int progress_thread_cpus(cpu_set_t *set)
         snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
         if (!(f = fopen(path, "r")))
             continue;
-        if (!fgets(line, sizeof line, f) || strcmp(line, "plait-progress\n") != 0) {
+        if (!fgets(line, sizeof line, f) || (strcmp(line, "plait-progress\n") != 0 &&
+                                             strncmp(line, "plait-udp", 9) != 0)) {
             fclose(f);
             continue;
         }
         fclose(f);
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(names[n], sizeof names[n], "%.19s", line);
         snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
         if (!(f = fopen(path, "r")))
             continue;
         while (fgets(line, sizeof line, f))
-            if (strncmp(line, "Cpus_allowed_list:", 18) == 0)
-                found = cpus_parse(line + 18 + strspn(line + 18, " \t"), set);
+            if (strncmp(line, "Cpus_allowed_list:", 18) == 0 &&
+                cpus_parse(line + 18 + strspn(line + 18, " \t"), &sets[n]) == 0)
+                n++;
         fclose(f);
     }
     if (d)
         closedir(d);
-    return found;
+    return n;
 }
 
 static void bind_first_cpu(void)
@@ -109,8 +118,9 @@ static void bind_first_cpu(void)
 
 int main(int argc, char **argv)
 {
-    int rank, size, rc, moved;
-    cpu_set_t own, *all, taken, thread, both;
+    int rank, size, rc, moved, nthreads, progress = 0, bad = 0;
+    cpu_set_t own, *all, taken, threads[16], both;
+    char names[16][20];
     volatile float *out;
     float in;
     plait_request_t req;
@@ -136,36 +146,53 @@ int main(int argc, char **argv)
     CPU_ZERO(&taken);
     for (int r = 0; r < size; r++)
         CPU_OR(&taken, &taken, &all[r]);
-    /* the sum arrives only by the progress thread: it has placed itself */
-    in = (float)(rank + 1);
-    *out = -1.0f;
-    rc = plait_iallreduce(&in, (void *)out, 1, PLAIT_FLOAT32, PLAIT_SUM, plait_comm_world(), &req);
-    if (rc != PLAIT_OK)
-        return fail(rank, "plait_iallreduce", rc);
-    for (double t0 = plait_wtime(); *out != (float)size * (float)(size + 1) / 2;) {
-        if (plait_wtime() - t0 > 30) {
-            fprintf(stderr, "rank %d: the allreduce made no progress in 30 s without plait calls\n",
-                    rank);
-            return 1;
+    /* Rank k starts an allreduce the others join 50 ms later, so it cannot
+     * finish inside the start (a peer's data already there would let it),
+     * and watches its output: the sum arrives only by its progress thread,
+     * which has placed itself by then. Once per rank. */
+    for (int k = 0; k < size; k++) {
+        struct timespec late = {0, 50000000};
+        if (rank != k)
+            nanosleep(&late, NULL);
+        in = (float)(rank + 1);
+        *out = -1.0f;
+        rc = plait_iallreduce(&in, (void *)out, 1, PLAIT_FLOAT32, PLAIT_SUM, plait_comm_world(),
+                              &req);
+        if (rc != PLAIT_OK)
+            return fail(rank, "plait_iallreduce", rc);
+        for (double t0 = plait_wtime(); *out != (float)size * (float)(size + 1) / 2;) {
+            if (plait_wtime() - t0 > 30) {
+                fprintf(stderr, "rank %d: the allreduce made no progress in 30 s without "
+                        "plait calls\n", rank);
+                return 1;
+            }
+            sched_yield();
         }
-        sched_yield();
+        if ((rc = plait_wait(&req, NULL)) != PLAIT_OK)
+            return fail(rank, "plait_wait", rc);
     }
-    if ((rc = plait_wait(&req, NULL)) != PLAIT_OK)
-        return fail(rank, "plait_wait", rc);
-    if (progress_thread_cpus(&thread) != 0) {
-        fprintf(stderr, "rank %d: no thread named plait-progress in /proc/self/task\n", rank);
-        return 1;
-    }
-    CPU_AND(&both, &thread, &taken);
-    if (moved ? (CPU_COUNT(&thread) == 0 || CPU_COUNT(&both) != 0) : !CPU_EQUAL(&thread, &own)) {
-        fprintf(stderr, "rank %d: the progress thread should %s\n", rank,
+    nthreads = library_threads(names, threads, 16);
+    for (int i = 0; i < nthreads; i++) {
+        progress |= strcmp(names[i], "plait-progress") == 0;
+        CPU_AND(&both, &threads[i], &taken);
+        if (moved ? CPU_COUNT(&threads[i]) > 0 && CPU_COUNT(&both) == 0
+                  : CPU_EQUAL(&threads[i], &own))
+            continue;
+        fprintf(stderr, "rank %d: thread %s should %s\n", rank, names[i],
                 moved ? "run on CPUs no rank of the host is bound to" : "run on the rank's CPUs");
         cpus_print("rank", &own);
         cpus_print("all ranks", &taken);
-        cpus_print("progress thread", &thread);
+        cpus_print(names[i], &threads[i]);
+        bad = 1;
+    }
+    if (!progress) {
+        fprintf(stderr, "rank %d: no thread named plait-progress in /proc/self/task\n", rank);
         return 1;
     }
-    printf("rank %d: progress thread %s\n", rank, moved ? "on a spare CPU" : "on the rank's CPUs");
+    if (bad)
+        return 1;
+    printf("rank %d: %d library threads %s\n", rank, nthreads,
+           moved ? "on spare CPUs" : "on the rank's CPUs");
     free(all);
     free((void *)out);
     return plait_finalize() == PLAIT_OK ? 0 : 1;

@@ -124,9 +124,10 @@ if [ -x "$OVERLAP" ]; then
     PROG=$OVERLAP job "PLAIT_PROGRESS_THREAD=0: no progress outside plait calls (3 ranks)" \
         3 "$PLAIT_TIMEOUT" PLAIT_PROGRESS_THREAD=0 -- off
 fi
-# Where the progress thread runs (PLAIT_PROGRESS_CPU): on a CPU no rank of
-# the host is bound to when the ranks are bound and one is left (here the
+# Where the library's threads run (PLAIT_THREAD_CPU): on CPUs no rank of the
+# host is bound to when the ranks are bound and some are left (here the
 # ranks bind themselves to one CPU before plait_init), else on the rank's.
+# The progress thread, and with PLAIT_TRANSPORT=udp the engine threads.
 PCPU=$B/tests/coll/progress_cpu
 if [ -x "$PCPU" ]; then
     ncpu=$(nproc)
@@ -143,12 +144,15 @@ if [ -x "$PCPU" ]; then
         if [ "$rc" = 0 ]; then pass "$name"
         else fail "$name" "exit status $rc" "rerun: $PLAITRUN -n ${PCPU_NP:-2} --bind-to $bind ${envs[*]} $PCPU $*"; fi
     }
-    pcpu "progress thread $spare: ranks bound to one CPU, $ncpu CPUs (2 ranks)" none -- "$spare" selfbind
-    pcpu "progress thread on the rank's CPUs: PLAIT_PROGRESS_CPU=rank (2 ranks)" none \
-        PLAIT_PROGRESS_CPU=rank -- stay selfbind
-    pcpu "progress thread on the rank's CPUs: ranks unbound (2 ranks)" none -- stay
+    pcpu "library threads $spare: ranks bound to one CPU, $ncpu CPUs (2 ranks)" none -- "$spare" selfbind
+    pcpu "library threads $spare: ranks bound to one CPU, udp engines too (2 ranks)" none \
+        PLAIT_TRANSPORT=udp -- "$spare" selfbind
+    pcpu "library threads on the rank's CPUs: PLAIT_THREAD_CPU=rank (2 ranks, udp)" none \
+        PLAIT_THREAD_CPU=rank PLAIT_TRANSPORT=udp -- stay selfbind
+    pcpu "library threads on the rank's CPUs: ranks unbound (2 ranks, udp)" none \
+        PLAIT_TRANSPORT=udp -- stay
     if [ "$ncpu" -ge 2 ] && [ "$ncpu" -le 8 ]; then
-        PCPU_NP=$ncpu pcpu "progress thread on the rank's CPUs: every core taken ($ncpu ranks bound)" \
+        PCPU_NP=$ncpu pcpu "library threads on the rank's CPUs: every core taken ($ncpu ranks bound)" \
             core -- stay
     fi
 fi
