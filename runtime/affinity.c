@@ -3,27 +3,30 @@
  *
  * A launcher that binds each rank to a core (plaitrun --bind-to core, srun
  * --cpu-bind=cores, mpirun --bind-to core) binds every thread the rank
- * creates to that core too: a progress thread then takes turns with the
- * program it should run beside, and a non-blocking collective hides little
- * of its time. When the ranks of this host are bound and the cores they may
- * use (hwloc's allowed set: the cgroup's cpuset) include cores no rank of
- * the host is bound to, such a spare core is where a library thread belongs.
+ * creates to that core too: the progress thread then takes turns with the
+ * program it should run beside (a non-blocking collective hides little of
+ * its time), and a udp engine thread with the caller it should help. When
+ * the ranks of this host are bound and the CPUs they may use (the cgroup's
+ * cpuset) include cores no rank of the host is bound to, such a spare core
+ * is where a library thread belongs (PLAIT_THREAD_CPU=auto).
  *
  * How a rank learns the others' bindings: each puts its affinity mask
  * (PRT_CPUS_KEY) with its transport cards before the first fence
  * (prt_affinity_put); after it, prt_affinity_gather ORs the masks of the
- * host's ranks together. The thread itself, when it starts, first leaves
- * those CPUs for all the others it may use (prt_affinity_leave: no topology
- * needed), then prt_affinity_spare picks one core among them. hwloc's
- * topology load costs milliseconds of CPU, which a program that never starts
- * such a thread should not pay, and which, made on the rank's own core, held
- * the program's first non-blocking collectives up (2 ranks on the 16-core
- * machine: 64 KiB allreduces 25 -> 150 us over the first 40 calls). The core:
- * the
- * spare cores in the package of the rank's own first CPU if there are any,
- * else all spare cores, and among them the one at (local rank mod count),
- * so the ranks of a host spread over them. Unbound ranks (each may use
- * every allowed CPU) leave no spare core: the thread stays where it is.
+ * host's ranks together into the job. A thread places itself when it starts
+ * (prt_affinity_place): it first leaves those CPUs for all the others it
+ * may use (no topology needed: the kernel keeps what the cgroup allows),
+ * then hwloc picks it one core among them. The topology load costs
+ * milliseconds of CPU, which a program that never starts such a thread
+ * should not pay, and which, made on the rank's own core, held the
+ * program's first non-blocking collectives up (2 ranks on the 16-core
+ * machine: 64 KiB allreduces 25 -> 150 us over the first 40 calls). The
+ * core: among the spare cores in the package of the rank's own first CPU if
+ * there are any, else among all, the one at (slot mod count); callers give
+ * each thread of each local rank its own slot, so they spread. Unbound ranks
+ * (each may use every allowed CPU) leave no spare CPU: threads stay put.
+ * Built without hwloc, a thread still leaves the ranks' CPUs, for all the
+ * others.
  */
 #include "config.h"
 
