@@ -23,8 +23,10 @@
  * machine: 64 KiB allreduces 25 -> 150 us over the first 40 calls). The
  * core: among the spare cores in the package of the rank's own first CPU if
  * there are any, else among all, the one at (slot mod count); callers give
- * each thread of each local rank its own slot, so they spread. Unbound ranks
- * (each may use every allowed CPU) leave no spare CPU: threads stay put.
+ * each thread of each local rank its own slot, so they spread. A rank bound
+ * to two cores or more (a socket, a block) keeps its threads inside its own
+ * binding (affinity_room), and unbound ranks (each may use every allowed
+ * CPU) leave no spare CPU: threads stay put there.
  * Built without hwloc, a thread still leaves the ranks' CPUs, for all the
  * others.
  */
@@ -93,11 +95,53 @@ static int affinity_leave(const cpu_set_t *taken)
     return pthread_setaffinity_np(pthread_self(), sizeof rest, &rest) == 0;
 }
 
+/* 1 when mine spans two cores or more: the rank's threads have room
+ * inside its own binding (a rank bound to a socket, or to several cores),
+ * and the scheduler places them there; moving them would only take them
+ * away from the rank's caches (to another package, often). Two CPUs are
+ * one core when they are hardware threads of it (sysfs's sibling list). */
+static int affinity_room(const cpu_set_t *mine)
+{
+    char path[96], line[256];
+    int first = -1, second = -1, n = CPU_COUNT(mine);
+    cpu_set_t sib;
+    FILE *f;
+    if (n != 2)
+        return n > 2;
+    for (int c = 0; c < CPU_SETSIZE && second < 0; c++)
+        if (CPU_ISSET(c, mine)) {
+            if (first < 0)
+                first = c;
+            else
+                second = c;
+        }
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list",
+             first);
+    if (!(f = fopen(path, "r")))
+        return 1;
+    n = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    CPU_ZERO(&sib);
+    for (char *p = line; n && *p && *p != '\n';) {   /* "0,64" or "0-1" */
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        if (end == p)
+            break;
+        if (*end == '-')
+            b = strtol(end + 1, &end, 10);
+        for (long c = a; c <= b && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, &sib);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return !CPU_ISSET(second, &sib);
+}
+
 int prt_affinity_spare_exists(const prt_job_t *job)
 {
     cpu_set_t own;
     int yes;
-    if (!job->cpus_known || pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0)
+    if (!job->cpus_known || pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0 ||
+        affinity_room(&own))
         return 0;
     yes = affinity_leave(&job->cpus_taken);
     if (yes)
@@ -214,7 +258,7 @@ int prt_affinity_place(const prt_job_t *job, int slot, const char *what)
     cpu_set_t mine, set;
     char text[64];
     if (!job->cpus_known || pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) != 0 ||
-        !affinity_leave(&job->cpus_taken))
+        affinity_room(&mine) || !affinity_leave(&job->cpus_taken))
         return 0;
     if (!affinity_spare(slot, &job->cpus_taken, &mine, &set) ||
         pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {

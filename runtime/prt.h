@@ -226,13 +226,14 @@ int  prt_boot_finalize(prt_job_t *job);
  */
 int  prt_affinity_put(prt_job_t *job);      /* before the first fence */
 int  prt_affinity_gather(prt_job_t *job);   /* after it: job->cpus_taken, cpus_known */
-/* 1 when this process may run a thread on a CPU outside job->cpus_taken
- * (the calling thread is moved there and back). */
+/* 1 when prt_affinity_place would move a thread of the calling one's
+ * binding (the calling thread is moved off the ranks' CPUs and back). */
 int  prt_affinity_spare_exists(const prt_job_t *job);
 /* Moves the calling thread (what: its name in the log) off the host's
  * ranks' CPUs, then onto one spare core, the slot-th of those hwloc finds
  * (mod their count; the rank's package first). 1: moved off the ranks'
- * CPUs; 0: left where it was (unbound ranks, no CPU left, nothing known).
+ * CPUs; 0: left where it was (unbound ranks, ranks bound to two cores or
+ * more, no CPU left, nothing known).
  * Loads the topology: milliseconds, spent off the ranks' CPUs. */
 int  prt_affinity_place(const prt_job_t *job, int slot, const char *what);
 
