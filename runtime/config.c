@@ -74,7 +74,8 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      CFG_AT(udp_zcopy_min)},
     {"PLAIT_UDP_TX_HELP", PRT_CFG_ENUM, "auto", "auto|on|off",
      "udp: while the application waits on a bulk transfer, the engine thread sends it (alongside the "
-     "caller, or alone while the caller receives; auto = on where the process may use two cores)",
+     "caller, or alone while the caller receives; auto = on where the process may use two cores, "
+     "or its engine a core no rank of the host is bound to: PLAIT_THREAD_CPU)",
      CFG_AT(udp_tx_help)},
     {"PLAIT_STATS", PRT_CFG_BOOL, "0", NULL,
      "print per-connection and per-path transport counters to stderr at plait_finalize",
