@@ -220,7 +220,7 @@ static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const p
         return rc;
     }
     pcoll_sched_set_reduce(sc, a.dt, a.op);
-    sc->sig = pcoll_call_sig(&a);
+    sc->sig = pcoll_tag_sig(&a);
     sc->fn = fn;
     rc = coll_build(sc, &a, algo);
     if (rc != PLAIT_OK) {

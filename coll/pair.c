@@ -124,7 +124,7 @@ int pcoll_pair_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
 {
     _Alignas(64) char tmp[PAIR_SCRATCH];
     int r = comm->rank, p = 1 - r, rc;
-    uint32_t sig = pcoll_call_sig(a);
+    uint32_t sig = pcoll_tag_sig(a);
     size_t b = a->count * a->es;
     const char *S = a->sbuf;
     char *R = a->rbuf;

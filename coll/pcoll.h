@@ -361,6 +361,8 @@ uint32_t pcoll_call_sig(const pcoll_args_t *a);
 /* The tag of the next collective's messages on comm (counts it): its
  * number and 7 bits of sig, see util.c. */
 int pcoll_next_tag(plait_comm_t comm, uint32_t sig);
+/* The sig for pcoll_next_tag: pcoll_call_sig and, rooted, the root. */
+uint32_t pcoll_tag_sig(const pcoll_args_t *a);
 /* reduce, allreduce, reduce_scatter (inline: every call's argument check asks) */
 static inline int pcoll_is_reduction(int coll)
 {

@@ -114,17 +114,29 @@ int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine)
 /*
  * A collective's messages are tagged with the communicator's collective
  * count (its low 24 bits: a tag recurs after 16M collectives) and 7 bits
- * hashed from the call's signature. Ranks that passed different datatypes
- * or operators to a reduction -- which a message schedule cannot otherwise
- * see: the bytes arrive, the sizes agree -- then send messages the others
- * never match, and the call times out naming the rank it waits for instead
- * of returning wrong data (a mismatch goes unseen with probability 1/128).
+ * hashed from the call's signature (pcoll_tag_sig). Ranks that passed
+ * different datatypes or operators to a reduction -- which a message
+ * schedule cannot otherwise see: the bytes arrive, the sizes agree -- then
+ * send messages the others never match, and the call times out naming the
+ * rank it waits for instead of returning wrong data (a mismatch goes unseen
+ * with probability 1/128). The root of a rooted collective is XORed in
+ * whole (roots that differ by less than 128 always give different tags): a
+ * chain or scatter + allgather bcast whose ranks disagree on the root
+ * otherwise handed some of them another root's data, or a mix, with
+ * PLAIT_OK (a black-box test).
  * Internal schedules (sig 0) keep the plain count. The hash PPT_TAG_LIFE_H is
  * left to communicator construction and finalize (pt2pt/ppt.h).
  */
+uint32_t pcoll_tag_sig(const pcoll_args_t *a)
+{
+    int rooted = a->coll == PCOLL_BCAST || a->coll == PCOLL_REDUCE_C ||
+                 a->coll == PCOLL_GATHER || a->coll == PCOLL_SCATTER;
+    return pcoll_call_sig(a) | (rooted ? ((uint32_t)a->root & 0x7fu) << 25 : 0);
+}
+
 int pcoll_next_tag(plait_comm_t comm, uint32_t sig)
 {
-    uint32_t h = sig ? (sig * 0x9E3779B1u) >> 25 : 0;
+    uint32_t h = sig ? (((sig & 0x1ffffffu) * 0x9E3779B1u) >> 25) ^ (sig >> 25) : 0;
     if (h == PPT_TAG_LIFE_H)   /* reserved: communicator construction, finalize */
         h--;
     return (int)(h << 24 | (comm->coll_seq++ & 0xffffffu));

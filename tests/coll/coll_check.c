@@ -22,7 +22,9 @@
  *   errors   argument checks and mismatched arguments across ranks (expects
  *            a small PLAIT_TIMEOUT)
  *   rootmismatch  a 4 MB bcast with mismatched roots and a barrier, then
- *            finalize must return PLAIT_OK everywhere (small PLAIT_TIMEOUT)
+ *            finalize must return PLAIT_OK everywhere (small PLAIT_TIMEOUT);
+ *            a rank whose bcast returned PLAIT_OK must hold its root's data
+ *   rootdata the same with 16 floats (for the forced bcast schedules)
  *   hangpeer the last rank sleeps through an allreduce: the others time out,
  *            the one sharing its host saying it waited to withdraw its sends
  *            (small PLAIT_TIMEOUT; the last two ranks on one host)
@@ -1069,19 +1071,27 @@ static void errors(ctx_t *x)
  * with finalize's: main checks finalize returns OK everywhere. It returned
  * PLAIT_ERR_ARG (a truncation) on one rank in 3 of 3 runs (3 ranks) while
  * finalize took the next collective tag. */
-static void root_mismatch(ctx_t *x)
+static void root_mismatch(ctx_t *x, size_t n)
 {
-    size_t n = (size_t)1 << 20;
     float *b = galloc(n * 4);
-    int rc, P = x->size;
+    int rc, P = x->size, root = x->rank == P - 1 && P > 2 ? 1 : 0;
     const char *tv = getenv("PLAIT_TIMEOUT");
     double timeout = tv ? atof(tv) : 3, start = plait_wtime();
-    where = "bcast of 4 MB with mismatched roots, then a barrier and finalize";
+    where = "bcast with mismatched roots, then a barrier and finalize";
     if (timeout > 30)
         FAIL("rootmismatch mode wants a small PLAIT_TIMEOUT (got %s)", tv);
-    rc = plait_bcast(b, n, PLAIT_FLOAT32, x->rank == P - 1 && P > 2 ? 1 : 0, x->comm);
+    for (size_t i = 0; i < n; i++)   /* whose data it is, element by element */
+        b[i] = (float)((x->rank + 1) * 1000) + (float)(i % 997);
+    rc = plait_bcast(b, n, PLAIT_FLOAT32, root, x->comm);
     if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG && rc != PLAIT_ERR_TIMEOUT)
         FAIL("%s: bcast returned %d (%s)", where, rc, plait_strerror(rc));
+    /* A rank that got PLAIT_OK holds the data of the root it passed, all of
+     * it (forced chain and scatter + allgather schedules handed the last
+     * rank root 0's data, or a mix, with PLAIT_OK: a black-box test). */
+    for (size_t i = 0; rc == PLAIT_OK && i < n; i++)
+        if (b[i] != (float)((root + 1) * 1000) + (float)(i % 997))
+            FAIL("%s: PLAIT_OK, but element %zu is %g, not root %d's %g", where, i, (double)b[i],
+                 root, (double)((root + 1) * 1000 + (int)(i % 997)));
     gcheck_free(b, n * 4, where);
     rc = plait_barrier(x->comm);   /* on the broken communicator: any outcome but a hang */
     fprintf(stderr, "rank %d: bcast with mismatched roots, then barrier -> %s\n", x->rank,
@@ -1162,7 +1172,9 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "errors")) {
         errors(&world);
     } else if (!strcmp(mode, "rootmismatch")) {
-        root_mismatch(&world);
+        root_mismatch(&world, (size_t)1 << 20);
+    } else if (!strcmp(mode, "rootdata")) {
+        root_mismatch(&world, 16);
     } else if (!strcmp(mode, "hangpeer")) {
         hang_peer(&world);
     } else if (!strcmp(mode, "mixed")) {

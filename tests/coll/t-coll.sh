@@ -196,6 +196,15 @@ job "finalize OK after a bcast with mismatched roots and a barrier (3 ranks)" 3 
 job "finalize OK after a bcast with mismatched roots and a barrier (4 ranks)" 4 3 -- rootmismatch
 job "finalize OK after a bcast with mismatched roots and a barrier (3 ranks, udp)" 3 3 \
     PLAIT_TRANSPORT=udp -- rootmismatch
+# Mismatched roots in every bcast schedule: a rank either fails or holds
+# the data of the root it passed (chain and scatter_allgather used to hand
+# the last rank root 0's data with PLAIT_OK: the root is in the tags now).
+for algo in binomial chain scatter_allgather; do
+    for n in 3 4; do
+        job "bcast $algo, mismatched roots: an error or the passed root's data ($n ranks)" \
+            "$n" 3 PLAIT_BCAST_ALGO=$algo -- rootdata
+    done
+done
 
 # A rank silent through a collective: the others time out; the one whose
 # shared-memory send it might have been reading says it waited for it too.
