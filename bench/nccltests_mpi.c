@@ -117,7 +117,10 @@ static void ptool_mpi_fail(const char *what, int rc)
 
     if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
         snprintf(text, sizeof text, "error %d", rc);
-    fprintf(stderr, "%s: %s failed: %s\n", PTOOL_PROG, what, text);
+    if (rc == MPI_SUCCESS)   /* not the library's failure: what says it all */
+        fprintf(stderr, "%s: %s\n", PTOOL_PROG, what);
+    else
+        fprintf(stderr, "%s: %s failed: %s\n", PTOOL_PROG, what, text);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);

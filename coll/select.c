@@ -174,6 +174,9 @@ int pcoll_forced(const prt_config_t *c, int coll)
         return c->alltoall_algo == PCOLL_AA_BRUCK ? PCOLL_AA_PAIRWISE
              : c->alltoall_algo == PCOLL_AA_SHM ? PCOLL_AA_SCATTERED : c->alltoall_algo;
     case PCOLL_ALLTOALL:       return c->alltoall_algo;
+    case PCOLL_GATHER:         return c->gather_algo;
+    case PCOLL_SCATTER:        return c->scatter_algo;
+    case PCOLL_BARRIER:        return c->barrier_algo;
     default:                   return PCOLL_AUTO;
     }
 }

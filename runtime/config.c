@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/prt.h"
 
@@ -130,6 +132,13 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "reduce algorithm (auto: by message and communicator size)", CFG_AT(reduce_algo)},
     {"PLAIT_ALLTOALL_ALGO", PRT_CFG_ENUM, "auto", "auto|pairwise|bruck|scattered|shm",
      "alltoall algorithm; alltoallv follows it (bruck: pairwise there, shm: scattered)", CFG_AT(alltoall_algo)},
+    /* one algorithm each: declared so that a wrong name fails as for the others */
+    {"PLAIT_GATHER_ALGO", PRT_CFG_ENUM, "auto", "auto|binomial",
+     "gather algorithm (one: binomial)", CFG_AT(gather_algo)},
+    {"PLAIT_SCATTER_ALGO", PRT_CFG_ENUM, "auto", "auto|binomial",
+     "scatter algorithm (one: binomial)", CFG_AT(scatter_algo)},
+    {"PLAIT_BARRIER_ALGO", PRT_CFG_ENUM, "auto", "auto|dissemination",
+     "barrier algorithm (one: dissemination)", CFG_AT(barrier_algo)},
     {"PLAIT_REDUCE_ISA", PRT_CFG_ENUM, "auto", "auto|scalar|avx2|avx512",
      "reduction kernels (auto: the widest this CPU has; all give bitwise-equal results)", CFG_AT(reduce_isa)},
     {"PLAIT_COLL_SHM_SMALL", PRT_CFG_SIZE, "128K", NULL,
@@ -209,6 +218,8 @@ int prt_cfg_parse(const prt_cfg_entry_t *e, const char *text, void *out, size_t 
     case PRT_CFG_INT: {
         long v;
         errno = 0;
+        if (!isdigit((unsigned char)text[0]))   /* (strtol skips blanks, takes a sign) */
+            return cfg_bad(e, text, "a non-negative integer");
         v = strtol(text, &end, 10);
         if (errno || end == text || *end || v < 0)
             return cfg_bad(e, text, "a non-negative integer");
@@ -218,6 +229,10 @@ int prt_cfg_parse(const prt_cfg_entry_t *e, const char *text, void *out, size_t 
     case PRT_CFG_DOUBLE: {
         double v;
         errno = 0;
+        /* strtod also skips leading blanks (trailing ones failed) and reads
+         * hex ("0x10" was 16 s): neither is a number a user means here */
+        if (isspace((unsigned char)text[0]) || strpbrk(text, "xX"))
+            return cfg_bad(e, text, "a non-negative decimal number");
         v = strtod(text, &end);
         if (errno || end == text || *end || !(v >= 0))
             return cfg_bad(e, text, "a non-negative number");
@@ -238,6 +253,7 @@ int prt_cfg_parse(const prt_cfg_entry_t *e, const char *text, void *out, size_t 
 
 static int cfg_check_limits(const prt_config_t *c)
 {
+    struct stat st;
     if (c->shm_ring_slots < 2 || c->shm_ring_slots > 65536 ||
         (c->shm_ring_slots & (c->shm_ring_slots - 1)))
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_SHM_RING_SLOTS=%zu is invalid: expected a power "
@@ -278,6 +294,12 @@ static int cfg_check_limits(const prt_config_t *c)
     if (c->udp_mtu && (c->udp_mtu < 576 || c->udp_mtu > 65535))
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_UDP_MTU=%zu is invalid: expected 0 or "
                        "576..65535", c->udp_mtu);
+    /* (also here, not only when plait_init opens the file: plait_info then
+     * refuses what plait_init would) */
+    if (c->trace[0] && (stat(c->trace, &st) != 0 || !S_ISDIR(st.st_mode) ||
+                        access(c->trace, W_OK | X_OK) != 0))
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_TRACE=%s is invalid: expected a directory "
+                       "this process can write", c->trace);
     return PLAIT_OK;
 }
 

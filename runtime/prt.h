@@ -138,6 +138,9 @@ typedef struct {
     int      bcast_algo;          /* PLAIT_BCAST_ALGO */
     int      reduce_algo;         /* PLAIT_REDUCE_ALGO */
     int      alltoall_algo;       /* PLAIT_ALLTOALL_ALGO */
+    int      gather_algo;         /* PLAIT_GATHER_ALGO (one algorithm: PCOLL_ONLY) */
+    int      scatter_algo;        /* PLAIT_SCATTER_ALGO */
+    int      barrier_algo;        /* PLAIT_BARRIER_ALGO */
     int      reduce_isa;          /* PLAIT_REDUCE_ISA: 0 auto, 1 scalar, 2 avx2, 3 avx512 */
     size_t   coll_shm_small;      /* PLAIT_COLL_SHM_SMALL: shared-area collectives up to (0 off) */
 } prt_config_t;

@@ -55,8 +55,11 @@ static void ptool_plait_fail(const char *what, int rc)
 {
     const char *detail = plait_last_error();
 
-    fprintf(stderr, "%s: %s failed: %s%s%s\n", PTOOL_PROG, what, plait_strerror(rc),
-            detail[0] ? ": " : "", detail);
+    if (rc == PLAIT_OK)   /* not the library's failure: what says it all */
+        fprintf(stderr, "%s: %s\n", PTOOL_PROG, what);
+    else
+        fprintf(stderr, "%s: %s failed: %s%s%s\n", PTOOL_PROG, what, plait_strerror(rc),
+                detail[0] ? ": " : "", detail);
     fflush(stderr);
     plait_abort(1, "plait-bench failed");
     exit(1);   /* plait_abort does not return; this keeps the compiler sure of it */

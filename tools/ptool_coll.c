@@ -945,8 +945,12 @@ int ptool_coll_run(const ptool_coll_opts_t *o, const ptool_coll_backend_t *be)
         if (bad > 0)
             return 2;
     }
-    if (ptool_alloc(&c) != 0)
-        be->fail("buffer allocation", -1);
+    if (ptool_alloc(&c) != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "rank %d cannot allocate two buffers of %zu bytes (-e %zu): "
+                 "out of memory", c.rank, c.cap, o->max_bytes);
+        be->fail(why, 0);
+    }
     if (c.rank == 0)
         ptool_print_header(&c);
     c.o = &cur;

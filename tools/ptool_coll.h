@@ -50,7 +50,8 @@ typedef struct ptool_coll_backend {
     /* Sums n doubles over all ranks, in place (time averages, hashes). */
     int  (*sum_doubles)(double *v, int n);
     double (*wtime)(void);
-    /* Reports what failed and ends every rank; must not return. */
+    /* Reports what failed (rc: the library's code; 0: what failed outside
+     * the library, and what says why) and ends every rank; must not return. */
     void (*fail)(const char *what, int rc);
 } ptool_coll_backend_t;
 

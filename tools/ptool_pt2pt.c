@@ -622,8 +622,9 @@ int ptool_pt2pt_run(const ptool_pt2pt_opts_t *o, const ptool_pt2pt_backend_t *be
     c.be = be;
     c.peer = 1 - be->rank;
     if (ptool_alloc(&c) != 0) {
-        fprintf(stderr, "%s: cannot allocate buffers of %zu bytes\n", o->prog, c.cap);
-        be->fail("buffer allocation", -1);
+        char why[128];
+        snprintf(why, sizeof why, "cannot allocate buffers of %zu bytes: out of memory", c.cap);
+        be->fail(why, 0);
         return 1;
     }
     if (o->check && be->rank == 0)

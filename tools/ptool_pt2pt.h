@@ -30,7 +30,8 @@ typedef struct ptool_pt2pt_backend {
     /* Completes slots 0 .. n-1. */
     int  (*waitall)(int n);
     double (*wtime)(void);       /* seconds, monotonic */
-    /* Reports what failed (rc is the library's code) and ends every rank;
+    /* Reports what failed (rc is the library's code; 0: what failed outside
+     * it, and what says why) and ends every rank;
      * must not return. */
     void (*fail)(const char *what, int rc);
 } ptool_pt2pt_backend_t;

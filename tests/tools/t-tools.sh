@@ -190,6 +190,11 @@ check "plait-bench pt2pt missing value: clear error" \
     eval 'run_rc 2 "$BENCH" pt2pt --iters && grep -q "needs a value" "$T/err"'
 check "plait-bench pt2pt window out of range: clear error" \
     eval 'run_rc 2 "$BENCH" pt2pt -W 0 && grep -q "invalid --window" "$T/err"'
+# Buffers that do not fit: out of memory and the size, not "invalid argument".
+check "plait-bench coll, buffers beyond the memory limit: out of memory, the size named" \
+    eval '(ulimit -v 2000000; run_rc 1 "$BENCH" coll allreduce -b 1G -e 1G -n 1 -w 0) &&
+          grep -q "cannot allocate two buffers of [0-9]* bytes (-e 1073741824): out of memory" "$T/err" &&
+          ! grep -q "invalid argument" "$T/err"'
 
 # A singleton has nobody to talk to: a clear error, not a hang.
 check "plait-bench pt2pt as a singleton: needs 2 ranks (exit 2)" \
@@ -395,7 +400,10 @@ if [ -x "$PLAITRUN" ] && command -v python3 >/dev/null; then
               grep -q "^out of order: message [0-9]* from rank 0 to 1: no F event" "$T/out"'
     check "PLAIT_TRACE naming a directory that cannot be written: plait_init fails naming it" \
         eval '! timeout 60 env PLAIT_TRACE=/nonexistent/dir "$PLAITRUN" -n 1 "$BENCH" pt2pt -n 1 \
-                  >"$T/out" 2>"$T/err" && grep -q "PLAIT_TRACE=/nonexistent/dir: cannot write" "$T/err"'
+                  >"$T/out" 2>"$T/err" &&
+              grep -q "PLAIT_TRACE=/nonexistent/dir is invalid: expected a directory" "$T/err"'
+    check "PLAIT_TRACE naming no directory: plait_info exits 1 as plait_init would fail" \
+        eval 'PLAIT_TRACE=/nonexistent/dir run_rc 1 "$INFO" -s && grep -q "PLAIT_TRACE" "$T/err"'
 else
     skip "PLAIT_TRACE timelines" "launcher/plaitrun not built or no python3"
 fi

@@ -91,6 +91,27 @@ static void test_load(void)
     setenv("PLAIT_TIMEOUT", "soon", 1);
     TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "PLAIT_TIMEOUT='soon'"),
            "malformed PLAIT_TIMEOUT rejected: %s", plait_last_error());
+    /* strtod alone took these (a black-box test): hex, leading blanks */
+    setenv("PLAIT_TIMEOUT", "0x10", 1);
+    TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG, "PLAIT_TIMEOUT=0x10 rejected: %s", plait_last_error());
+    setenv("PLAIT_TIMEOUT", " 5", 1);
+    TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG, "PLAIT_TIMEOUT=' 5' rejected: %s", plait_last_error());
+    unsetenv("PLAIT_TIMEOUT");
+    setenv("PLAIT_UDP_PATHS", " 4", 1);
+    TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG, "PLAIT_UDP_PATHS=' 4' rejected: %s", plait_last_error());
+    unsetenv("PLAIT_UDP_PATHS");
+    /* the collectives of one algorithm have settings too: a wrong name fails */
+    setenv("PLAIT_GATHER_ALGO", "bogus", 1);
+    TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "auto|binomial"),
+           "PLAIT_GATHER_ALGO=bogus rejected: %s", plait_last_error());
+    unsetenv("PLAIT_GATHER_ALGO");
+    setenv("PLAIT_BARRIER_ALGO", "dissemination", 1);
+    TAP_OK(prt_cfg_load(&c) == PLAIT_OK && c.barrier_algo == 1, "PLAIT_BARRIER_ALGO=dissemination");
+    unsetenv("PLAIT_BARRIER_ALGO");
+    setenv("PLAIT_TRACE", "/nonexistent-plait-dir", 1);
+    TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "PLAIT_TRACE"),
+           "PLAIT_TRACE naming no directory rejected by the settings: %s", plait_last_error());
+    unsetenv("PLAIT_TRACE");
     unsetenv("PLAIT_TIMEOUT");
     setenv("PLAIT_COLL_SHM_SMALL", "64M", 1);
     TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "PLAIT_COLL_SHM_SMALL"),
