@@ -117,6 +117,7 @@ static void ppt_wait_policy(ppt_state_t *s)
  * (runtime/affinity.c): a failure only leaves them where the rank runs. */
 static void ppt_affinity_put(ppt_state_t *s)
 {
+    prt_affinity_own(&s->job);   /* the progress thread starts on these (async.c) */
     if (s->cfg.thread_cpu == PRT_THREAD_CPU_AUTO && prt_affinity_put(&s->job) != PLAIT_OK)
         prt_log(PRT_LOG_DEBUG, "thread placement: %s", prt_err_text());
 }

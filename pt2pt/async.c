@@ -137,12 +137,28 @@ static void *async_main(void *arg)
     return NULL;
 }
 
+/* Starts the thread on the rank's CPUs of plait_init, not on those of
+ * whichever thread starts the first non-blocking collective (a program's
+ * thread pinned elsewhere put it on another rank's core: a black-box test). */
+static int async_create(ppt_state_t *s)
+{
+    pthread_attr_t attr;
+    int err = pthread_attr_init(&attr);
+    if (err != 0)
+        return err;
+    if (s->job.cpus_own_known)
+        pthread_attr_setaffinity_np(&attr, sizeof s->job.cpus_own, &s->job.cpus_own);
+    err = pthread_create(&s->async_thread, &attr, async_main, s);
+    pthread_attr_destroy(&attr);
+    return err;
+}
+
 void ppt_async_kick_locked(ppt_state_t *s)
 {
     if (!s->cfg.progress_thread || s->async_failed)
         return;
     if (!s->async_started) {
-        int err = pthread_create(&s->async_thread, NULL, async_main, s);
+        int err = async_create(s);
         if (err != 0) {   /* the collectives still complete in the program's own calls */
             s->async_failed = 1;
             prt_log(PRT_LOG_WARN, "cannot start the progress thread (%s): non-blocking "

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef PLAIT_HAVE_HWLOC
 #include <hwloc.h>
@@ -47,12 +48,67 @@
 
 #define PRT_CPUS_KEY "plait.cpus"
 
+void prt_affinity_own(prt_job_t *job)
+{
+    job->cpus_own_known = sched_getaffinity(0, sizeof job->cpus_own, &job->cpus_own) == 0;
+}
+
 int prt_affinity_put(prt_job_t *job)
 {
-    cpu_set_t own;
-    if (sched_getaffinity(0, sizeof own, &own) != 0)
+    if (!job->cpus_own_known)
         return prt_err(PLAIT_ERR_INTERNAL, "sched_getaffinity failed");
-    return prt_boot_put(job, PRT_CPUS_KEY, &own, sizeof own);
+    return prt_boot_put(job, PRT_CPUS_KEY, &job->cpus_own, sizeof job->cpus_own);
+}
+
+/* "0-3,8" -> set; 0 when the text made sense. */
+static int affinity_parse(const char *text, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    while (*text && *text != '\n') {
+        char *end;
+        long a = strtol(text, &end, 10), b = a;
+        if (end == text || a < 0 || a >= CPU_SETSIZE)
+            return -1;
+        if (*end == '-') {
+            b = strtol(end + 1, &end, 10);
+            if (b < a || b >= CPU_SETSIZE)
+                return -1;
+        }
+        for (long c = a; c <= b; c++)
+            CPU_SET((int)c, set);
+        text = *end == ',' ? end + 1 : end;
+    }
+    return CPU_COUNT(set) > 0 ? 0 : -1;
+}
+
+/* The CPUs the job may use on this host: those of the process that started
+ * this rank (plaitrun or its daemon, orted, slurmstepd, a shell), whose mask
+ * a `taskset` or a launcher's CPU set restricts. A rank's own binding says
+ * nothing of it: `taskset -c 0 plaitrun -n 2` leaves the ranks "unbound" on
+ * CPU 0, and their threads on CPU 1 would run outside what the user gave
+ * the job (a black-box test). Unknown (no /proc): every CPU, the kernel
+ * keeping what the cgroup allows. mpirun --cpu-set restricts the ranks, not
+ * its daemon, and says so only in the ranks' environment, in its own CPU
+ * numbering: there the ranks' CPUs are all the job has (no spare core). */
+static void affinity_job_cpus(const prt_job_t *job, cpu_set_t *set)
+{
+    char path[64], line[512];
+    FILE *f;
+    int ok = 0;
+    if (getenv("OMPI_MCA_hwloc_base_cpu_set")) {
+        *set = job->cpus_taken;
+        return;
+    }
+    snprintf(path, sizeof path, "/proc/%d/status", (int)getppid());
+    if ((f = fopen(path, "r")) != NULL) {
+        while (!ok && fgets(line, sizeof line, f))
+            if (strncmp(line, "Cpus_allowed_list:", 18) == 0)
+                ok = affinity_parse(line + 18 + strspn(line + 18, " \t"), set) == 0;
+        fclose(f);
+    }
+    if (!ok)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            CPU_SET(c, set);
 }
 
 int prt_affinity_gather(prt_job_t *job)
@@ -73,26 +129,23 @@ int prt_affinity_gather(prt_job_t *job)
         CPU_OR(&job->cpus_taken, &job->cpus_taken, (cpu_set_t *)blob);
         free(blob);
     }
+    affinity_job_cpus(job, &job->cpus_job);
     job->cpus_known = CPU_COUNT(&job->cpus_taken) > 0;
     return PLAIT_OK;
 }
 
-/* Every CPU but taken's. */
-static void affinity_rest(const cpu_set_t *taken, cpu_set_t *rest)
-{
-    CPU_ZERO(rest);
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (!CPU_ISSET(c, taken))
-            CPU_SET(c, rest);
-}
-
-/* Moves the calling thread off taken to any other CPU it may use (the
- * kernel keeps what the cgroup allows; none of it: EINVAL, no move). */
-static int affinity_leave(const cpu_set_t *taken)
+/* Moves the calling thread to the job's CPUs that no rank of the host is
+ * bound to (the kernel also keeps only what the cgroup allows); none: no
+ * move. */
+static int affinity_leave(const prt_job_t *job)
 {
     cpu_set_t rest;
-    affinity_rest(taken, &rest);
-    return pthread_setaffinity_np(pthread_self(), sizeof rest, &rest) == 0;
+    CPU_ZERO(&rest);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &job->cpus_job) && !CPU_ISSET(c, &job->cpus_taken))
+            CPU_SET(c, &rest);
+    return CPU_COUNT(&rest) > 0 &&
+           pthread_setaffinity_np(pthread_self(), sizeof rest, &rest) == 0;
 }
 
 /* 1 when mine spans two cores or more: the rank's threads have room
@@ -140,10 +193,10 @@ int prt_affinity_spare_exists(const prt_job_t *job)
 {
     cpu_set_t own;
     int yes;
-    if (!job->cpus_known || pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0 ||
-        affinity_room(&own))
+    if (!job->cpus_known || !job->cpus_own_known || affinity_room(&job->cpus_own) ||
+        pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0)
         return 0;
-    yes = affinity_leave(&job->cpus_taken);
+    yes = affinity_leave(job);
     if (yes)
         pthread_setaffinity_np(pthread_self(), sizeof own, &own);
     return yes;
@@ -255,17 +308,19 @@ static void affinity_text(const cpu_set_t *set, char *buf, size_t len)
 
 int prt_affinity_place(const prt_job_t *job, int slot, const char *what)
 {
-    cpu_set_t mine, set;
+    cpu_set_t set;
     char text[64];
-    if (!job->cpus_known || pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) != 0 ||
-        affinity_room(&mine) || !affinity_leave(&job->cpus_taken))
+    if (!job->cpus_known || !job->cpus_own_known || affinity_room(&job->cpus_own) ||
+        !affinity_leave(job))
         return 0;
-    if (!affinity_spare(slot, &job->cpus_taken, &mine, &set) ||
+    if (!affinity_spare(slot, &job->cpus_taken, &job->cpus_own, &set) ||
         pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
-        prt_log(PRT_LOG_INFO, "%s on the CPUs no rank of this host is bound to", what);
+        prt_log(PRT_LOG_INFO, "%s on the job's CPUs no rank of this host was bound to at "
+                "plait_init", what);
         return 1;
     }
     affinity_text(&set, text, sizeof text);
-    prt_log(PRT_LOG_INFO, "%s on CPU %s (no rank of this host is bound there)", what, text);
+    prt_log(PRT_LOG_INFO, "%s on CPU %s (no rank of this host was bound there at plait_init)",
+            what, text);
     return 1;
 }

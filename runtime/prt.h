@@ -208,6 +208,9 @@ typedef struct prt_job {
     void     *pmix;             /* opaque PMIx state */
     int       cpus_known;       /* cpus_taken holds the CPUs the host's ranks are bound to */
     cpu_set_t cpus_taken;       /* (prt_affinity_gather) */
+    cpu_set_t cpus_job;         /* the CPUs of the process that started this rank (likewise) */
+    int       cpus_own_known;   /* cpus_own: this rank's CPUs at plait_init (prt_affinity_own) */
+    cpu_set_t cpus_own;
 } prt_job_t;
 
 /* Joins the job (no fence yet); rank 0 puts the job key for prt_boot_read_key. */
@@ -227,6 +230,7 @@ int  prt_boot_finalize(prt_job_t *job);
  * Where the library's own threads run (affinity.c): a core no rank of this
  * host is bound to, when there is one.
  */
+void prt_affinity_own(prt_job_t *job);      /* at plait_init: job->cpus_own */
 int  prt_affinity_put(prt_job_t *job);      /* before the first fence */
 int  prt_affinity_gather(prt_job_t *job);   /* after it: job->cpus_taken, cpus_known */
 /* 1 when prt_affinity_place would move a thread of the calling one's

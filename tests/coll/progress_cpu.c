@@ -9,7 +9,9 @@
  * allreduce the others join late, and watches its output without calling
  * plait until the sum arrives: its progress thread made that happen, so it
  * has placed itself by then (and so have the udp engine threads, which do
- * it before their first packet).
+ * it before their first packet). fromthread: those allreduces start on a
+ * thread of the program's own, pinned to a CPU the rank is not bound to;
+ * the progress thread must still start on the rank's CPUs.
  * The threads (named plait-progress, plait-udpN) are found in
  * /proc/self/task and their CPU lists read from there, independently of the
  * library; the progress thread must be among them:
@@ -20,11 +22,13 @@
  */
 #define _GNU_SOURCE 1
 #include <dirent.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "plait.h"
 
@@ -116,61 +120,99 @@ static void bind_first_cpu(void)
     sched_setaffinity(0, sizeof one, &one);
 }
 
+/* Rank k starts an allreduce the others join 50 ms later, so it cannot
+ * finish inside the start (a peer's data already there would let it), and
+ * watches its output: the sum arrives only by its progress thread, which
+ * has placed itself by then. Once per rank. */
+typedef struct {
+    int rank, size, bad;
+} rounds_t;
+
+static void *rounds_main(void *arg)
+{
+    rounds_t *r = arg;
+    volatile float out;
+    float in = (float)(r->rank + 1);
+    for (int k = 0; k < r->size && !r->bad; k++) {
+        struct timespec late = {0, 50000000};
+        plait_request_t req;
+        int rc;
+        if (r->rank != k)
+            nanosleep(&late, NULL);
+        out = -1.0f;
+        rc = plait_iallreduce(&in, (void *)&out, 1, PLAIT_FLOAT32, PLAIT_SUM, plait_comm_world(),
+                              &req);
+        if (rc != PLAIT_OK) {
+            r->bad = fail(r->rank, "plait_iallreduce", rc);
+            break;
+        }
+        for (double t0 = plait_wtime(); out != (float)r->size * (float)(r->size + 1) / 2;) {
+            if (plait_wtime() - t0 > 30) {
+                fprintf(stderr, "rank %d: the allreduce made no progress in 30 s without "
+                        "plait calls\n", r->rank);
+                r->bad = 1;
+                return NULL;
+            }
+            sched_yield();
+        }
+        if ((rc = plait_wait(&req, NULL)) != PLAIT_OK)
+            r->bad = fail(r->rank, "plait_wait", rc);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, rc, moved, nthreads, progress = 0, bad = 0;
     cpu_set_t own, *all, taken, threads[16], both;
     char names[16][20];
-    volatile float *out;
-    float in;
-    plait_request_t req;
+    int fromthread = 0;
+    rounds_t r = {0};
     if (argc < 2 || (strcmp(argv[1], "moved") != 0 && strcmp(argv[1], "stay") != 0)) {
-        fprintf(stderr, "usage: %s moved|stay [selfbind]\n", argv[0]);
+        fprintf(stderr, "usage: %s moved|stay [selfbind] [fromthread]\n", argv[0]);
         return 2;
     }
     moved = strcmp(argv[1], "moved") == 0;
-    if (argc > 2 && strcmp(argv[2], "selfbind") == 0)
-        bind_first_cpu();
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "selfbind") == 0)
+            bind_first_cpu();
+        fromthread |= strcmp(argv[i], "fromthread") == 0;
+    }
     if ((rc = plait_init()) != PLAIT_OK)
         return fail(-1, "plait_init", rc);
     plait_comm_rank(plait_comm_world(), &rank);
     plait_comm_size(plait_comm_world(), &size);
     sched_getaffinity(0, sizeof own, &own);
     all = calloc((size_t)size, sizeof *all);
-    out = calloc(1, sizeof *out);
-    if (!all || !out)
+    r.rank = rank;
+    r.size = size;
+    if (!all)
         return fail(rank, "calloc", PLAIT_ERR_NOMEM);
     rc = plait_allgather(&own, all, sizeof own, PLAIT_BYTE, plait_comm_world());
     if (rc != PLAIT_OK)
         return fail(rank, "plait_allgather", rc);
     CPU_ZERO(&taken);
-    for (int r = 0; r < size; r++)
-        CPU_OR(&taken, &taken, &all[r]);
-    /* Rank k starts an allreduce the others join 50 ms later, so it cannot
-     * finish inside the start (a peer's data already there would let it),
-     * and watches its output: the sum arrives only by its progress thread,
-     * which has placed itself by then. Once per rank. */
-    for (int k = 0; k < size; k++) {
-        struct timespec late = {0, 50000000};
-        if (rank != k)
-            nanosleep(&late, NULL);
-        in = (float)(rank + 1);
-        *out = -1.0f;
-        rc = plait_iallreduce(&in, (void *)out, 1, PLAIT_FLOAT32, PLAIT_SUM, plait_comm_world(),
-                              &req);
-        if (rc != PLAIT_OK)
-            return fail(rank, "plait_iallreduce", rc);
-        for (double t0 = plait_wtime(); *out != (float)size * (float)(size + 1) / 2;) {
-            if (plait_wtime() - t0 > 30) {
-                fprintf(stderr, "rank %d: the allreduce made no progress in 30 s without "
-                        "plait calls\n", rank);
-                return 1;
-            }
-            sched_yield();
-        }
-        if ((rc = plait_wait(&req, NULL)) != PLAIT_OK)
-            return fail(rank, "plait_wait", rc);
+    for (int p = 0; p < size; p++)
+        CPU_OR(&taken, &taken, &all[p]);
+    if (fromthread) {   /* a thread of the program's own, on a CPU the rank is not bound to */
+        pthread_t t;
+        pthread_attr_t attr;
+        cpu_set_t other;
+        CPU_ZERO(&other);
+        for (int c = 0; c < CPU_SETSIZE && CPU_COUNT(&other) == 0; c++)
+            if (!CPU_ISSET(c, &own) && c < sysconf(_SC_NPROCESSORS_ONLN))
+                CPU_SET(c, &other);
+        pthread_attr_init(&attr);
+        if (CPU_COUNT(&other))
+            pthread_attr_setaffinity_np(&attr, sizeof other, &other);
+        if (pthread_create(&t, &attr, rounds_main, &r) != 0)
+            return fail(rank, "pthread_create", PLAIT_ERR_INTERNAL);
+        pthread_join(t, NULL);
+    } else {
+        rounds_main(&r);
     }
+    if (r.bad)
+        return 1;
     nthreads = library_threads(names, threads, 16);
     for (int i = 0; i < nthreads; i++) {
         progress |= strcmp(names[i], "plait-progress") == 0;
@@ -194,6 +236,5 @@ int main(int argc, char **argv)
     printf("rank %d: %d library threads %s\n", rank, nthreads,
            moved ? "on spare CPUs" : "on the rank's CPUs");
     free(all);
-    free((void *)out);
     return plait_finalize() == PLAIT_OK ? 0 : 1;
 }

@@ -133,12 +133,12 @@ if [ -x "$PCPU" ]; then
     ncpu=$(nproc)
     spare=moved
     [ "$ncpu" -ge 2 ] && "$B/tools/plait_info" 2>/dev/null | grep -q "hwloc=yes" || spare=stay
-    pcpu() {   # pcpu NAME BIND [VAR=VAL...] -- ARGS
+    pcpu() {   # pcpu NAME BIND [VAR=VAL...] -- ARGS (PCPU_PRE: a command to run plaitrun under)
         local name=$1 bind=$2 envs=() rc
         shift 2
         while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
         shift
-        timeout -k 5 "$JOB_LIMIT" "$PLAITRUN" -n "${PCPU_NP:-2}" --bind-to "$bind" \
+        timeout -k 5 "$JOB_LIMIT" ${PCPU_PRE:-} "$PLAITRUN" -n "${PCPU_NP:-2}" --bind-to "$bind" \
             -x "PLAIT_TIMEOUT=$PLAIT_TIMEOUT" "${envs[@]}" "$PCPU" "$@" > "$out" 2>&1 < /dev/null
         rc=$?
         if [ "$rc" = 0 ]; then pass "$name"
@@ -151,6 +151,18 @@ if [ -x "$PCPU" ]; then
         PLAIT_THREAD_CPU=rank PLAIT_TRANSPORT=udp -- stay selfbind
     pcpu "library threads on the rank's CPUs: ranks unbound (2 ranks, udp)" none \
         PLAIT_TRANSPORT=udp -- stay
+    # the job's CPUs are its launcher's: taskset -c 0 leaves no spare CPU
+    # (threads went to CPU 1 before); a program's thread pinned elsewhere
+    # that starts the first non-blocking collective does not take the
+    # progress thread along (it did)
+    if command -v taskset > /dev/null; then
+        PCPU_PRE="taskset -c 0" pcpu "library threads stay inside taskset -c 0 (2 ranks, udp)" none \
+            PLAIT_TRANSPORT=udp -- stay
+    fi
+    pcpu "progress thread on the rank's CPUs though a program thread elsewhere starts it (2 ranks)" \
+        none PLAIT_THREAD_CPU=rank -- stay selfbind fromthread
+    pcpu "progress thread $spare though a program thread elsewhere starts it (2 ranks)" none \
+        -- "$spare" selfbind fromthread
     if [ "$ncpu" -ge 2 ] && [ "$ncpu" -le 8 ]; then
         PCPU_NP=$ncpu pcpu "library threads on the rank's CPUs: every core taken ($ncpu ranks bound)" \
             core -- stay
