@@ -172,20 +172,10 @@ static int affinity_room(const cpu_set_t *mine)
              first);
     if (!(f = fopen(path, "r")))
         return 1;
-    n = fgets(line, sizeof line, f) != NULL;
+    n = fgets(line, sizeof line, f) != NULL && affinity_parse(line, &sib) == 0;   /* "0,64" */
     fclose(f);
-    CPU_ZERO(&sib);
-    for (char *p = line; n && *p && *p != '\n';) {   /* "0,64" or "0-1" */
-        char *end;
-        long a = strtol(p, &end, 10), b = a;
-        if (end == p)
-            break;
-        if (*end == '-')
-            b = strtol(end + 1, &end, 10);
-        for (long c = a; c <= b && c < CPU_SETSIZE; c++)
-            CPU_SET((int)c, &sib);
-        p = *end == ',' ? end + 1 : end;
-    }
+    if (!n)
+        return 1;
     return !CPU_ISSET(second, &sib);
 }
 
