@@ -207,6 +207,7 @@ int main(int argc, char **argv)
             pthread_attr_setaffinity_np(&attr, sizeof other, &other);
         if (pthread_create(&t, &attr, rounds_main, &r) != 0)
             return fail(rank, "pthread_create", PLAIT_ERR_INTERNAL);
+        pthread_attr_destroy(&attr);
         pthread_join(t, NULL);
     } else {
         rounds_main(&r);
