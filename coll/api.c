@@ -10,12 +10,6 @@
 
 #include "coll/pcoll.h"
 
-static int is_rooted(int coll)
-{
-    return coll == PCOLL_BCAST || coll == PCOLL_REDUCE_C || coll == PCOLL_GATHER ||
-           coll == PCOLL_SCATTER;
-}
-
 /* Blocks of count elements each collective lays out in a buffer. */
 static int nblocks(int coll, int n)
 {
@@ -78,7 +72,7 @@ static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
     if (reduces && !pcoll_op_valid(a->dt, a->op, &why))
         return prt_err(PLAIT_ERR_ARG, "%s: op %s (%d) with dt %s: %s", fn, pcoll_op_name(a->op),
                        (int)a->op, pcoll_dtype_name(a->dt), why);
-    if (is_rooted(a->coll) && (a->root < 0 || a->root >= n))
+    if (pcoll_is_rooted(a->coll) && (a->root < 0 || a->root >= n))
         return prt_err(PLAIT_ERR_ARG, "%s: root %d is out of range for a communicator of %d "
                        "ranks", fn, a->root, n);
     if (a->coll == PCOLL_ALLTOALLV)

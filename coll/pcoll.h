@@ -363,7 +363,13 @@ uint32_t pcoll_call_sig(const pcoll_args_t *a);
 int pcoll_next_tag(plait_comm_t comm, uint32_t sig);
 /* The sig for pcoll_next_tag: pcoll_call_sig and, rooted, the root. */
 uint32_t pcoll_tag_sig(const pcoll_args_t *a);
-/* reduce, allreduce, reduce_scatter (inline: every call's argument check asks) */
+/* bcast, reduce, gather, scatter (inline: every call's argument check asks) */
+static inline int pcoll_is_rooted(int coll)
+{
+    return coll == PCOLL_BCAST || coll == PCOLL_REDUCE_C || coll == PCOLL_GATHER ||
+           coll == PCOLL_SCATTER;
+}
+/* reduce, allreduce, reduce_scatter (likewise) */
 static inline int pcoll_is_reduction(int coll)
 {
     return coll == PCOLL_REDUCE_C || coll == PCOLL_ALLREDUCE || coll == PCOLL_REDUCE_SCATTER;

@@ -129,9 +129,7 @@ int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine)
  */
 uint32_t pcoll_tag_sig(const pcoll_args_t *a)
 {
-    int rooted = a->coll == PCOLL_BCAST || a->coll == PCOLL_REDUCE_C ||
-                 a->coll == PCOLL_GATHER || a->coll == PCOLL_SCATTER;
-    return pcoll_call_sig(a) | (rooted ? ((uint32_t)a->root & 0x7fu) << 25 : 0);
+    return pcoll_call_sig(a) | (pcoll_is_rooted(a->coll) ? ((uint32_t)a->root & 0x7fu) << 25 : 0);
 }
 
 int pcoll_next_tag(plait_comm_t comm, uint32_t sig)
