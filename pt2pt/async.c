@@ -122,8 +122,7 @@ static void *async_main(void *arg)
      * program: one host, ranks bound to cores, 4-16 MiB allreduces hid
      * 0-37% of their time behind computation there, 46-100% on a core of
      * their own (docs/PERFORMANCE.md, session 33). */
-    s->async_spare = s->cfg.thread_cpu == PRT_THREAD_CPU_AUTO &&
-                     prt_affinity_place(&s->job, s->job.local_rank, "progress thread");
+    s->async_spare = prt_affinity_place(&s->job, s->job.local_rank, "progress thread");
     look_us = async_look_first(s);
     while (!atomic_load(&s->async_stop)) {
         uint32_t gen = atomic_load(&s->async_gen);

@@ -179,12 +179,19 @@ static int affinity_room(const cpu_set_t *mine)
     return !CPU_ISSET(second, &sib);
 }
 
+/* 1 when this rank's threads are candidates for a move at all: the
+ * host's bindings are known (PLAIT_THREAD_CPU=auto gathered them) and the
+ * rank has no room of its own. */
+static int affinity_movable(const prt_job_t *job)
+{
+    return job->cpus_known && job->cpus_own_known && !affinity_room(&job->cpus_own);
+}
+
 int prt_affinity_spare_exists(const prt_job_t *job)
 {
     cpu_set_t own;
     int yes;
-    if (!job->cpus_known || !job->cpus_own_known || affinity_room(&job->cpus_own) ||
-        pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0)
+    if (!affinity_movable(job) || pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0)
         return 0;
     yes = affinity_leave(job);
     if (yes)
@@ -300,8 +307,7 @@ int prt_affinity_place(const prt_job_t *job, int slot, const char *what)
 {
     cpu_set_t set;
     char text[64];
-    if (!job->cpus_known || !job->cpus_own_known || affinity_room(&job->cpus_own) ||
-        !affinity_leave(job))
+    if (!affinity_movable(job) || !affinity_leave(job))
         return 0;
     if (!affinity_spare(slot, &job->cpus_taken, &job->cpus_own, &set) ||
         pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {

@@ -206,7 +206,9 @@ typedef struct prt_job {
     uint64_t  key;              /* random per-job secret, same on every rank */
     double    timeout_s;        /* PLAIT_TIMEOUT, for fences (0 = none) */
     void     *pmix;             /* opaque PMIx state */
-    int       cpus_known;       /* cpus_taken holds the CPUs the host's ranks are bound to */
+    int       cpus_known;       /* cpus_taken holds the CPUs the host's ranks are bound to
+                                 * (gathered only with PLAIT_THREAD_CPU=auto: with rank,
+                                 * prt_affinity_place never moves a thread) */
     cpu_set_t cpus_taken;       /* (prt_affinity_gather) */
     cpu_set_t cpus_job;         /* the CPUs of the process that started this rank (likewise) */
     int       cpus_own_known;   /* cpus_own: this rank's CPUs at plait_init (prt_affinity_own) */

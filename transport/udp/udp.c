@@ -610,8 +610,7 @@ int ptl_udp_connect(ptl_tl_t *tl)
     }
     /* A rank bound to one core helps with its engine threads after all when
      * they can run off the host's ranks' CPUs (udp_engine_main). */
-    if (u->cfg.udp_tx_help == PRT_TX_HELP_AUTO && !u->tx_help &&
-        u->cfg.thread_cpu == PRT_THREAD_CPU_AUTO && prt_affinity_spare_exists(u->job))
+    if (u->cfg.udp_tx_help == PRT_TX_HELP_AUTO && !u->tx_help && prt_affinity_spare_exists(u->job))
         u->tx_help = 1;
     for (int e = 0; e < u->neng; e++) {
         udp_engine_t *g = &u->eng[e];
@@ -1599,8 +1598,7 @@ static void *udp_engine_main(void *arg)
     pthread_setname_np(pthread_self(), name);
     /* off the ranks' cores where the host leaves some (PLAIT_THREAD_CPU): the
      * slots after the progress threads' (one per local rank) */
-    if (u->cfg.thread_cpu == PRT_THREAD_CPU_AUTO)
-        prt_affinity_place(u->job, u->job->local_size * (1 + g->id) + u->job->local_rank, name);
+    prt_affinity_place(u->job, u->job->local_size * (1 + g->id) + u->job->local_rank, name);
     while (!atomic_load(&u->stop)) {
         int work, ready = 0;
         uint64_t now = prt_now_ns();
