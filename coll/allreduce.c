@@ -55,6 +55,54 @@ static void ar_fold_out(pcoll_sched_t *sc, char *buf, size_t bytes, int rem)
 }
 
 /*
+ * Two ranks, pipelined (recursive doubling's one swap, cut into chunks):
+ * chunk j (PLAIT_COLL_PIPE bytes, the last one shorter) is round j: send
+ * this rank's chunk j, receive the peer's into scratch, reduce the two
+ * (lower rank's operand left, so both ranks compute the same bits) and
+ * scale it for AVG. The schedule posts the transfers of AR_PIPE_AHEAD
+ * rounds beyond the current one, so chunk j is reduced while chunks j + 1
+ * .. j + AR_PIPE_AHEAD move: the swap and the reduction overlap instead of
+ * taking turns. Safe to post ahead: a send reads chunk j of sendbuf (in
+ * place: of recvbuf, which only round j's reduction writes, after that send
+ * is done) and every receive has its own scratch chunk.
+ *
+ * 2 namespace hosts x 1 rank of the 16-core machine (docs/PERFORMANCE.md,
+ * session 34): with 1 MiB chunks, 8 ahead, 16-64 MiB 4-14% faster than the
+ * one swap in both calls that ran it, 2-8 MiB within the spread. Each chunk
+ * is a rendezvous of its own, which costs: 256 KiB chunks were 5-20% slower
+ * at 2-16 MiB, 64 KiB ones 25-50%; and posting one round ahead or none was
+ * slower than 8 at every size.
+ */
+#define AR_PIPE_AHEAD 8
+static int ar_pair_pipelined(pcoll_sched_t *sc, const pcoll_args_t *a, size_t chunk)
+{
+    int r = sc->comm->rank, p = 1 - r;
+    size_t bytes = a->count * a->es;
+    char *acc = a->rbuf, *in = pcoll_sched_tmp(sc, bytes);
+    const char *cur = a->sbuf;
+    pcoll_sched_ahead(sc, AR_PIPE_AHEAD);
+    for (size_t off = 0; off < bytes && in; off += chunk) {
+        size_t len = bytes - off < chunk ? bytes - off : chunk;
+        pcoll_sched_send(sc, p, cur + off, len);
+        pcoll_sched_recv(sc, p, in + off, len);
+        pcoll_sched_reduce(sc, acc + off, p < r ? in + off : cur + off,
+                           p < r ? cur + off : in + off, len / a->es);
+        pcoll_sched_scale(sc, acc + off, len / a->es);
+        pcoll_sched_end_round(sc);
+    }
+    return sc->err;
+}
+
+/* Chunk of a pipelined two-rank allreduce (0: not pipelined): whole
+ * elements, and at least two chunks. */
+static size_t ar_pipe_chunk(const pcoll_sched_t *sc, const pcoll_args_t *a)
+{
+    size_t chunk = sc->s->cfg.coll_pipe;
+    chunk -= chunk % a->es;
+    return sc->comm->size == 2 && chunk && a->count * a->es >= 2 * chunk ? chunk : 0;
+}
+
+/*
  * Recursive doubling (small messages: log2(n) rounds of whole vectors).
  * After folding, in step d = 1, 2, ..., pof2/2 newrank i exchanges its whole
  * partial result with newrank i ^ d and both compute lower (+) upper. After
@@ -71,11 +119,14 @@ int pcoll_allreduce_rd(pcoll_sched_t *sc, const pcoll_args_t *a)
     size_t bytes = a->count * a->es;
     char *acc = a->rbuf, *in;
     const char *cur = a->sbuf;      /* this rank's partial result so far */
+    size_t chunk = ar_pipe_chunk(sc, a);
     if (n == 1) {
         ar_prologue(sc, a);
         pcoll_sched_scale(sc, acc, a->count);
         return sc->err;
     }
+    if (chunk)
+        return ar_pair_pipelined(sc, a, chunk);
     in = pcoll_sched_tmp(sc, bytes);
     if (r < 2 * rem) {               /* the fold (see ar_fold_in), from sendbuf */
         if (r % 2 == 0) {

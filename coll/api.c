@@ -296,6 +296,15 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
         if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
             *req = r;
     } else if (pcoll_area_use_locked(s, comm, a, fn, &rc)) {
+        /* An area call sends no message, but it takes its number in the
+         * sequence all the same: where ranks went different ways (one
+         * rank's bcast on the area against another's allreduce forced onto
+         * messages, both timing out), the message's tag then belongs to no
+         * later call, instead of matching the next allreduce's receive and
+         * handing it the old data (coll_check errors with the allreduce
+         * forced: PLAIT_ERR_TRUNCATE; with equal sizes it would be wrong
+         * data). */
+        comm->coll_seq++;
         if (rc == PLAIT_OK)   /* (float16 AVG scaled on the way into the slots) */
             rc = pcoll_area_run_locked(s, comm, a, fn);
     } else if (pcoll_pair_use(s, comm, a)) {

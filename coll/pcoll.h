@@ -68,9 +68,13 @@ typedef struct pcoll_sched {
     int             *round_end;      /* ops[round_end[k-1] .. round_end[k]) form round k */
     pcoll_op_t      *ops;
     int              nops, capops;
-    struct plait_request *xfer;      /* the current round's transfer requests (storage) */
+    int              ahead;          /* rounds whose transfers may be posted early (see
+                                        pcoll_sched_ahead) */
+    int              posted;         /* rounds whose transfers are posted */
+    struct plait_request *xfer;      /* posted transfer requests (storage, a ring of capxfer) */
     int             *xfer_op;        /* ... and the op index of each */
-    int              nxfer, capxfer;
+    int              xfer_lo, xfer_hi, capxfer;   /* transfers [lo, hi) posted and not dropped,
+                                                     the current round's first; slot i % cap */
     pcoll_tmp_t     *tmp;            /* buffers the schedule owns, released with it */
     int              ntmp, captmp;
     size_t           scratch_used;   /* bytes of scratch_inl handed out */
@@ -106,6 +110,11 @@ void pcoll_sched_scale(pcoll_sched_t *sc, void *buf, size_t count);
 /* A buffer of len bytes owned by the schedule (NULL and sc->err set on failure). */
 void *pcoll_sched_tmp(pcoll_sched_t *sc, size_t len);
 void pcoll_sched_end_round(pcoll_sched_t *sc);
+/* Lets the transfers of round k be posted when round k - depth starts, so
+ * they move while earlier rounds' local steps run (a pipeline). Only for a
+ * schedule whose transfers touch no byte that a local step of an earlier
+ * round writes, and whose receives land where no earlier local step reads. */
+void pcoll_sched_ahead(pcoll_sched_t *sc, int depth);
 /* A FUNC step: fn(sc, arg) runs with the round's other local steps. */
 void pcoll_sched_func(pcoll_sched_t *sc, pcoll_func_t fn, void *arg);
 /* Frees the buffers kept for reuse by pcoll_sched_tmp (at finalize). */

@@ -311,22 +311,48 @@ void pcoll_sched_end_round(pcoll_sched_t *sc)
     sc->round_end[sc->nrounds++] = sc->nops;
 }
 
-/* Releases the current round's requests (withdrawing unfinished ones); their
- * storage is the schedule's, reused by the next round. */
-static void sched_drop_xfer(pcoll_sched_t *sc)
+void pcoll_sched_ahead(pcoll_sched_t *sc, int depth)
 {
-    for (int i = 0; i < sc->nxfer; i++) {
-        ppt_cancel_locked(sc->s, &sc->xfer[i]);
-        ppt_req_free(&sc->xfer[i]);
+    sc->ahead = depth > 0 ? depth : 0;
+}
+
+static int is_xfer(const pcoll_op_t *op) { return op->kind == PCOLL_SEND || op->kind == PCOLL_RECV; }
+
+static int round_first(const pcoll_sched_t *sc, int k) { return k ? sc->round_end[k - 1] : 0; }
+
+/* Transfers of round k. */
+static int round_nxfer(const pcoll_sched_t *sc, int k)
+{
+    int n = 0;
+    for (int i = round_first(sc, k); i < sc->round_end[k]; i++)
+        n += is_xfer(&sc->ops[i]);
+    return n;
+}
+
+/* The current round's transfers: ring slots of [xfer_lo, xfer_cur_end). */
+static int xfer_cur_end(const pcoll_sched_t *sc)
+{
+    return sc->round < sc->nrounds && sc->round < sc->posted
+               ? sc->xfer_lo + round_nxfer(sc, sc->round) : sc->xfer_lo;
+}
+
+static plait_request_t xfer_at(const pcoll_sched_t *sc, int i) { return &sc->xfer[i % sc->capxfer]; }
+
+/* Releases the requests of transfers [xfer_lo, end) (withdrawing unfinished
+ * ones); their storage is the schedule's, reused by later rounds. */
+static void sched_drop_xfer(pcoll_sched_t *sc, int end)
+{
+    for (; sc->xfer_lo < end; sc->xfer_lo++) {
+        ppt_cancel_locked(sc->s, xfer_at(sc, sc->xfer_lo));
+        ppt_req_free(xfer_at(sc, sc->xfer_lo));
     }
-    sc->nxfer = 0;
 }
 
 void pcoll_sched_free(pcoll_sched_t *sc)
 {
     if (!sc)
         return;
-    sched_drop_xfer(sc);
+    sched_drop_xfer(sc, sc->xfer_hi);
     for (int i = 0; i < sc->ntmp; i++)
         pool_give(sc->tmp[i].p, sc->tmp[i].cap);
     if (sc->tmp != sc->tmp_inl)
@@ -343,15 +369,16 @@ void pcoll_sched_free(pcoll_sched_t *sc)
         free(sc);
 }
 
-static int round_first(const pcoll_sched_t *sc, int k) { return k ? sc->round_end[k - 1] : 0; }
-
-static int sched_start_round(pcoll_sched_t *sc)
+/* Posts round k's transfers (the next ring slots), then makes its posted
+ * copies while they move. */
+static int sched_post_round(pcoll_sched_t *sc, int k)
 {
-    for (int i = round_first(sc, sc->round); i < sc->round_end[sc->round]; i++) {
+    sc->posted = k + 1;
+    for (int i = round_first(sc, k); i < sc->round_end[k]; i++) {
         pcoll_op_t *op = &sc->ops[i];
-        plait_request_t r = &sc->xfer[sc->nxfer];   /* storage: initialized by pt2pt */
+        plait_request_t r = xfer_at(sc, sc->xfer_hi);   /* storage: initialized by pt2pt */
         int rc;
-        if (op->kind != PCOLL_SEND && op->kind != PCOLL_RECV)
+        if (!is_xfer(op))
             continue;
         rc = op->kind == PCOLL_SEND
                  ? ppt_isend_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len, op->peer,
@@ -360,12 +387,21 @@ static int sched_start_round(pcoll_sched_t *sc)
                                     sc->tag, &r);
         if (rc != PLAIT_OK)
             return rc;
-        sc->xfer_op[sc->nxfer++] = i;
+        sc->xfer_op[sc->xfer_hi++ % sc->capxfer] = i;
     }
-    for (int i = round_first(sc, sc->round); i < sc->round_end[sc->round]; i++)
+    for (int i = round_first(sc, k); i < sc->round_end[k]; i++)
         if (sc->ops[i].kind == PCOLL_COPY_POSTED)
             memmove(sc->ops[i].buf, sc->ops[i].a, sc->ops[i].len);
     return PLAIT_OK;
+}
+
+/* Posts every round up to the current one plus the lookahead. */
+static int sched_post_ahead(pcoll_sched_t *sc)
+{
+    int rc = PLAIT_OK;
+    while (rc == PLAIT_OK && sc->posted < sc->nrounds && sc->posted <= sc->round + sc->ahead)
+        rc = sched_post_round(sc, sc->posted);
+    return rc;
 }
 
 /* The round's local steps, in order; the first FUNC failure, else PLAIT_OK. */
@@ -392,10 +428,10 @@ static int sched_run_locals(pcoll_sched_t *sc)
  * 1 while some are still running. */
 static int sched_round_status(pcoll_sched_t *sc, const char *what)
 {
-    int rc = PLAIT_OK;
-    for (int i = 0; i < sc->nxfer; i++) {
-        plait_request_t r = &sc->xfer[i];
-        const pcoll_op_t *op = &sc->ops[sc->xfer_op[i]];
+    int rc = PLAIT_OK, end = xfer_cur_end(sc);
+    for (int i = sc->xfer_lo; i < end; i++) {
+        plait_request_t r = xfer_at(sc, i);
+        const pcoll_op_t *op = &sc->ops[sc->xfer_op[i % sc->capxfer]];
         if (!atomic_load_explicit(&r->done, memory_order_acquire))
             return 1;
         if (rc != PLAIT_OK)
@@ -420,14 +456,13 @@ static int sched_progress(plait_request_t req)
         int rc = sched_round_status(sc, req->what);
         if (rc == 1)
             return 0;
-        sched_drop_xfer(sc);
+        sched_drop_xfer(sc, xfer_cur_end(sc));
         if (rc == PLAIT_OK)
             rc = sched_run_locals(sc);
-        if (rc == PLAIT_OK) {
-            if (++sc->round < sc->nrounds)
-                rc = sched_start_round(sc);
-        }
+        if (rc == PLAIT_OK && ++sc->round < sc->nrounds)
+            rc = sched_post_ahead(sc);
         if (rc != PLAIT_OK) {
+            sched_drop_xfer(sc, sc->xfer_hi);   /* rounds posted ahead, too */
             sc->round = sc->nrounds;
             ppt_req_complete(sc->s, req, rc);
             return 1;
@@ -449,8 +484,8 @@ static void sched_destroy(plait_request_t req)
 static int sched_check_peers(plait_request_t req)
 {
     pcoll_sched_t *sc = req->coll;
-    for (int i = 0; sc && i < sc->nxfer; i++) {
-        plait_request_t r = &sc->xfer[i];
+    for (int i = sc ? sc->xfer_lo : 0; sc && i < xfer_cur_end(sc); i++) {
+        plait_request_t r = xfer_at(sc, i);
         if (!atomic_load_explicit(&r->done, memory_order_acquire) && r->world >= 0)
             PRT_CHECK(ppt_peer_alive(sc->s, r->world));
     }
@@ -464,8 +499,8 @@ static void sched_wait_peers(plait_request_t req, char *out, size_t len)
     pcoll_sched_t *sc = req->coll;
     size_t n = 0;
     out[0] = '\0';
-    for (int i = 0; sc && i < sc->nxfer && n < len; i++) {
-        plait_request_t r = &sc->xfer[i];
+    for (int i = sc ? sc->xfer_lo : 0; sc && i < xfer_cur_end(sc) && n < len; i++) {
+        plait_request_t r = xfer_at(sc, i);
         int w;
         if (atomic_load_explicit(&r->done, memory_order_acquire))
             continue;
@@ -475,17 +510,18 @@ static void sched_wait_peers(plait_request_t req, char *out, size_t len)
     }
 }
 
-/* Room for the largest round's transfers (inline storage mostly suffices). */
+/* Room for the transfers posted at once: the largest run of ahead + 1
+ * consecutive rounds (inline storage mostly suffices). */
 static int sched_alloc_xfer(pcoll_sched_t *sc)
 {
-    int most = 0;
-    if (sc->nops <= sc->capxfer)    /* no round can hold more transfers than steps */
+    int most = 0, win = 0;
+    if (sc->nops <= sc->capxfer)    /* no window can hold more transfers than steps */
         return PLAIT_OK;
     for (int k = 0; k < sc->nrounds; k++) {
-        int n = 0;
-        for (int i = round_first(sc, k); i < sc->round_end[k]; i++)
-            n += sc->ops[i].kind == PCOLL_SEND || sc->ops[i].kind == PCOLL_RECV;
-        most = n > most ? n : most;
+        win += round_nxfer(sc, k);
+        if (k > sc->ahead)
+            win -= round_nxfer(sc, k - sc->ahead - 1);
+        most = win > most ? win : most;
     }
     if (most <= sc->capxfer)
         return PLAIT_OK;
@@ -527,7 +563,7 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
     req->wait_peers = sched_wait_peers;
     if (!sc->tag_set)
         sc->tag = pcoll_next_tag(sc->comm, sc->sig);
-    rc = sc->nrounds ? sched_start_round(sc) : PLAIT_OK;
+    rc = sched_post_ahead(sc);
     if (rc != PLAIT_OK) {
         ppt_req_free(req);
         return rc;

@@ -146,6 +146,11 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "(allgather: the whole result; above 64K only with blocks of at most 16K) run on a "
      "shared-memory area with flags, no messages (0 = off; at most 1M)",
      CFG_AT(coll_shm_small)},
+    {"PLAIT_COLL_PIPE", PRT_CFG_SIZE, "1M", NULL,
+     "the allreduce of two ranks on two hosts moves a vector of two or more such chunks chunk by "
+     "chunk and reduces each as it arrives, while the next ones move (0 = one message, reduced "
+     "at the end)",
+     CFG_AT(coll_pipe)},
 };
 
 #define PRT_CFG_COUNT (sizeof prt_cfg_entries / sizeof prt_cfg_entries[0])
@@ -282,6 +287,9 @@ static int cfg_check_limits(const prt_config_t *c)
     if (c->coll_shm_small > (1u << 20))
         return prt_err(PLAIT_ERR_ARG, "setting PLAIT_COLL_SHM_SMALL=%zu is invalid: expected 0 .. "
                        "1M", c->coll_shm_small);
+    if (c->coll_pipe && c->coll_pipe < (16u << 10))
+        return prt_err(PLAIT_ERR_ARG, "setting PLAIT_COLL_PIPE=%zu is invalid: expected 0 (off) or "
+                       "at least 16K", c->coll_pipe);
     /* Seconds become nanoseconds in 64 bits and whole seconds in an int
      * (PMIx): beyond about 31 years both overflowed ("inf" made plait_init
      * time out at once, after -2147483648 s). 0 is the way to say forever. */

@@ -143,6 +143,7 @@ typedef struct {
     int      barrier_algo;        /* PLAIT_BARRIER_ALGO */
     int      reduce_isa;          /* PLAIT_REDUCE_ISA: 0 auto, 1 scalar, 2 avx2, 3 avx512 */
     size_t   coll_shm_small;      /* PLAIT_COLL_SHM_SMALL: shared-area collectives up to (0 off) */
+    size_t   coll_pipe;           /* PLAIT_COLL_PIPE: pipelined reduction chunk (0 off) */
 } prt_config_t;
 
 int prt_cfg_load(prt_config_t *cfg);

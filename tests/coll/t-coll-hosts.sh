@@ -107,6 +107,9 @@ job() {
 TL=PLAIT_TRANSPORT=udp
 TWO="PLAIT_ALLREDUCE_ALGO=two_level PLAIT_ALLGATHER_ALGO=two_level PLAIT_REDUCE_SCATTER_ALGO=two_level"
 job "2 hosts x 1 rank"                     --host h1:1,h2:1 --
+# the pipelined two-rank allreduce (chunks posted ahead) between hosts: 16
+# KiB chunks put every vector of 32 KiB or more through it at QUICK sizes
+job "2 hosts x 1 rank, pipelined allreduce"  --host h1:1,h2:1 -- PLAIT_COLL_PIPE=16K
 job "2 hosts x 2 ranks"                    --host h1:2,h2:2 --
 job "3 hosts x (2,1,2)"                    --host h1:2,h2:1,h3:2 --
 job "2 hosts x 2 ranks, udp"               --host h1:2,h2:2 -- $TL

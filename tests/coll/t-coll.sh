@@ -103,6 +103,20 @@ for n in 2 5; do
 done
 job "coll_check 3 ranks over tcp: no shared area, message fallback" 3 "$PLAIT_TIMEOUT" \
     PLAIT_TRANSPORT=tcp PLAIT_TEST_QUICK=1 -- suite reduced
+# The pipelined two-rank allreduce (coll/allreduce.c, ar_pair_pipelined: by
+# default between two hosts from 2 MiB): 16 KiB chunks put every vector of
+# 32 KiB or more through it, with the schedule posting rounds ahead of the
+# one it reduces (coll/sched.c); in shm, over udp, with different kernels per
+# rank, and with mismatched counts (chunks of different lengths).
+PIPE=(PLAIT_ALLREDUCE_ALGO=recursive_doubling PLAIT_COLL_PIPE=16K)
+job "coll_check 2 ranks, pipelined two-rank allreduce (PLAIT_COLL_PIPE=16K)" 2 "$PLAIT_TIMEOUT" \
+    "${PIPE[@]}" -- suite full
+job "coll_check 2 ranks, pipelined two-rank allreduce over udp" 2 "$PLAIT_TIMEOUT" \
+    "${PIPE[@]}" PLAIT_TRANSPORT=udp -- suite reduced
+job "allreduce bitwise identical with mixed kernels, pipelined (2 ranks)" 2 "$PLAIT_TIMEOUT" \
+    "${PIPE[@]}" -- mixed
+job "argument errors and mismatched counts, pipelined two-rank allreduce (2 ranks)" 2 3 \
+    "${PIPE[@]}" -- errors
 # Roots running far ahead of lagging readers on the area (slot reuse).
 AHEAD=$B/tests/coll/coll_ahead
 for n in 2 5; do

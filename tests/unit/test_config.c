@@ -117,6 +117,12 @@ static void test_load(void)
     TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "PLAIT_COLL_SHM_SMALL"),
            "PLAIT_COLL_SHM_SMALL above 1M rejected: %s", plait_last_error());
     unsetenv("PLAIT_COLL_SHM_SMALL");
+    setenv("PLAIT_COLL_PIPE", "4K", 1);
+    TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "PLAIT_COLL_PIPE"),
+           "PLAIT_COLL_PIPE below 16K rejected: %s", plait_last_error());
+    setenv("PLAIT_COLL_PIPE", "0", 1);
+    TAP_OK(prt_cfg_load(&c) == PLAIT_OK && c.coll_pipe == 0, "PLAIT_COLL_PIPE=0 turns it off");
+    unsetenv("PLAIT_COLL_PIPE");
 }
 
 /* A misspelt setting is ignored; the name nearest to it is suggested, and
