@@ -329,6 +329,8 @@ void pcoll_selection_print(FILE *f)
                "flags on a shared-memory area, no messages (shm_small), before any row\n");
     fprintf(f, "  2 ranks, blocking, nothing forced: bcast <= 64K, allreduce and reduce_scatter "
                "<= 8K, allgather <= 32K, alltoall <= 64K run as one direct exchange (pair)\n");
+    fprintf(f, "  recursive_doubling on 2 ranks: a vector of 2 or more PLAIT_COLL_PIPE chunks "
+               "moves chunk by chunk, each reduced as it arrives\n");
     fprintf(f, "  two_level: a host map per communicator, learnt in its first blocking "
                "two-level call (until then non-blocking ones run the flat rows below theirs, "
                "as do hosts of different rank counts)\n");
