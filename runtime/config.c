@@ -176,16 +176,20 @@ static int cfg_parse_size(const prt_cfg_entry_t *e, const char *text, size_t *ou
 {
     char *end;
     unsigned long long v;
+    unsigned shift = 0;
     errno = 0;
     if (!isdigit((unsigned char)text[0]))
         return cfg_bad(e, text, "a size such as 4096, 16K, 8M or 1G");
     v = strtoull(text, &end, 10);
     switch (toupper((unsigned char)*end)) {
-    case 'K': v <<= 10; end++; break;
-    case 'M': v <<= 20; end++; break;
-    case 'G': v <<= 30; end++; break;
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
     default: break;
     }
+    if (v > (SIZE_MAX >> shift))   /* 17179869184G wrapped round to 0 */
+        errno = ERANGE;
+    v <<= shift;
     if (errno || *end != '\0')
         return cfg_bad(e, text, "a size such as 4096, 16K, 8M or 1G");
     *out = (size_t)v;

@@ -120,6 +120,9 @@ static void test_load(void)
     setenv("PLAIT_COLL_PIPE", "4K", 1);
     TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "PLAIT_COLL_PIPE"),
            "PLAIT_COLL_PIPE below 16K rejected: %s", plait_last_error());
+    setenv("PLAIT_COLL_PIPE", "17179869184G", 1);   /* 2^64 bytes: wrapped to 0 (off) */
+    TAP_OK(prt_cfg_load(&c) == PLAIT_ERR_ARG && strstr(plait_last_error(), "PLAIT_COLL_PIPE"),
+           "a size that overflows is rejected, not wrapped: %s", plait_last_error());
     setenv("PLAIT_COLL_PIPE", "0", 1);
     TAP_OK(prt_cfg_load(&c) == PLAIT_OK && c.coll_pipe == 0, "PLAIT_COLL_PIPE=0 turns it off");
     unsetenv("PLAIT_COLL_PIPE");
