@@ -28,6 +28,9 @@
  *   hangpeer the last rank sleeps through an allreduce: the others time out,
  *            the one sharing its host saying it waited to withdraw its sends
  *            (small PLAIT_TIMEOUT; the last two ranks on one host)
+ *   rewait   the first half of the ranks start an iallreduce late: the
+ *            others' first plait_wait times out, the next one completes it
+ *            (small PLAIT_TIMEOUT)
  *   badalgo  plait_init must fail with PLAIT_ERR_ARG listing the choices
  * argv[2] "reduced": the suite with 6 datatypes (every size class, signedness
  * and float kind) instead of all 11, for the larger, oversubscribed runs.
@@ -1139,6 +1142,46 @@ static void hang_peer(ctx_t *x)
         usleep(10000);
 }
 
+/* A plait_wait that times out leaves a non-blocking collective posted (its
+ * buffers still belong to it): the first half of the ranks start an
+ * iallreduce of 400 KB 1.5 x PLAIT_TIMEOUT late, the others' first wait
+ * fails with PLAIT_ERR_TIMEOUT, and waiting again completes it with the
+ * right data everywhere (shared memory: the late ranks read the early
+ * ones' buffers; udp: messages). */
+static void rewait(ctx_t *x)
+{
+    size_t n = 100000;
+    int32_t *in = galloc(n * 4), *out = galloc(n * 4);
+    const char *tv = getenv("PLAIT_TIMEOUT");
+    double timeout = tv ? atof(tv) : 3;
+    int rc, waits = 0, P = x->size, late = x->rank < P / 2;
+    plait_request_t req;
+    where = "iallreduce waited for again after a timeout";
+    if (timeout > 30 || P < 2)
+        FAIL("rewait mode wants a small PLAIT_TIMEOUT and 2 or more ranks");
+    for (size_t i = 0; i < n; i++)
+        in[i] = (int32_t)((x->rank + 1) * (int)(1 + i % 7));
+    memset(out, POISON, n * 4);
+    if (late)
+        usleep((useconds_t)(1.5e6 * timeout));
+    CHECK_RC(plait_iallreduce(in, out, n, PLAIT_INT32, PLAIT_SUM, x->comm, &req));
+    do {
+        rc = plait_wait(&req, NULL);
+        waits++;
+    } while (rc == PLAIT_ERR_TIMEOUT && waits < 4);
+    if (rc != PLAIT_OK)
+        FAIL("%s: returned %d (%s) after %d waits: %s", where, rc, plait_strerror(rc), waits,
+             plait_last_error());
+    if (!late && waits < 2)
+        FAIL("%s: an early rank's first wait did not time out", where);
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != (int32_t)(P * (P + 1) / 2 * (int)(1 + i % 7)))
+            FAIL("%s: element %zu is %d", where, i, (int)out[i]);
+    gcheck_free(in, n * 4, where);
+    gcheck_free(out, n * 4, where);
+    ncalls++;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "suite";
@@ -1177,6 +1220,8 @@ int main(int argc, char **argv)
         root_mismatch(&world, 16);
     } else if (!strcmp(mode, "hangpeer")) {
         hang_peer(&world);
+    } else if (!strcmp(mode, "rewait")) {
+        rewait(&world);
     } else if (!strcmp(mode, "mixed")) {
         identity_check(&world, "world (mixed kernels)");
         special_check(&world, "world (mixed kernels)");

@@ -198,6 +198,13 @@ fi
 job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \
     PLAIT_WAIT_SPIN_US=0 PLAIT_WAIT_YIELD_US=0 PLAIT_TEST_QUICK=1 -- suite reduced
 
+# A timed-out plait_wait leaves a non-blocking collective posted: waiting
+# again completes it, with the right data (shared memory, udp).
+job "iallreduce: a timed-out wait leaves it posted, the next wait completes it (4 ranks)" 4 2 \
+    -- rewait
+job "iallreduce: a timed-out wait leaves it posted, over udp (3 ranks)" 3 2 \
+    PLAIT_TRANSPORT=udp -- rewait
+
 # Every rank on a different kernel family: results must still agree bitwise.
 job "allreduce bitwise identical with scalar/avx2/avx512 kernels on different ranks (3 ranks)" \
     3 "$PLAIT_TIMEOUT" PLAIT_ALLREDUCE_ALGO=recursive_doubling -- mixed
