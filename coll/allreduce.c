@@ -70,7 +70,7 @@ static void ar_fold_out(pcoll_sched_t *sc, char *buf, size_t bytes, int rem)
  * session 34): with 1 MiB chunks, 8 ahead, 16-64 MiB 4-14% faster than the
  * one swap in both calls that ran it, 2-8 MiB within the spread. Each chunk
  * is a rendezvous of its own, which costs: 256 KiB chunks were 5-20% slower
- * at 2-16 MiB, 64 KiB ones 25-50%; and posting one round ahead or none was
+ * at 2-16 MiB, 64 KiB ones 35-60%; and posting one round ahead or none was
  * slower than 8 at every size.
  */
 #define AR_PIPE_AHEAD 8
@@ -99,7 +99,7 @@ static size_t ar_pipe_chunk(const pcoll_sched_t *sc, const pcoll_args_t *a)
 {
     size_t chunk = sc->s->cfg.coll_pipe;
     chunk -= chunk % a->es;
-    return sc->comm->size == 2 && chunk && a->count * a->es >= 2 * chunk ? chunk : 0;
+    return sc->comm->size == 2 && chunk && a->count * a->es / 2 >= chunk ? chunk : 0;
 }
 
 /*
