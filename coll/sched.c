@@ -484,7 +484,8 @@ static void sched_destroy(plait_request_t req)
 static int sched_check_peers(plait_request_t req)
 {
     pcoll_sched_t *sc = req->coll;
-    for (int i = sc ? sc->xfer_lo : 0; sc && i < xfer_cur_end(sc); i++) {
+    int end = sc ? xfer_cur_end(sc) : 0;
+    for (int i = sc ? sc->xfer_lo : 0; i < end; i++) {
         plait_request_t r = xfer_at(sc, i);
         if (!atomic_load_explicit(&r->done, memory_order_acquire) && r->world >= 0)
             PRT_CHECK(ppt_peer_alive(sc->s, r->world));
@@ -498,8 +499,9 @@ static void sched_wait_peers(plait_request_t req, char *out, size_t len)
 {
     pcoll_sched_t *sc = req->coll;
     size_t n = 0;
+    int end = sc ? xfer_cur_end(sc) : 0;
     out[0] = '\0';
-    for (int i = sc ? sc->xfer_lo : 0; sc && i < xfer_cur_end(sc) && n < len; i++) {
+    for (int i = sc ? sc->xfer_lo : 0; i < end && n < len; i++) {
         plait_request_t r = xfer_at(sc, i);
         int w;
         if (atomic_load_explicit(&r->done, memory_order_acquire))
