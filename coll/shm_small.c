@@ -488,7 +488,7 @@ static void area_sleep(const area_call_t *c, uint32_t want, int only, int k)
 }
 
 /* Waits until every peer (only < 0) or rank only has published call want. */
-static int area_wait(const area_call_t *c, uint32_t want, int only)
+static int area_wait_loop(const area_call_t *c, uint32_t want, int only)
 {
     ppt_state_t *s = c->s;
     int n = c->comm->size, k = 0, stage = 0, rc;
@@ -517,13 +517,22 @@ static int area_wait(const area_call_t *c, uint32_t want, int only)
         }
         pthread_mutex_unlock(&s->lock);
         if (stage == 0)
-            __builtin_ia32_pause();
+            prt_cpu_relax();
         else if (stage == 1)
             sched_yield();
         else
             area_sleep(c, want, only, k);
         pthread_mutex_lock(&s->lock);
     }
+}
+
+static int area_wait(const area_call_t *c, uint32_t want, int only)
+{
+    int rc;
+    ppt_waiting(c->s, 1);
+    rc = area_wait_loop(c, want, only);
+    ppt_waiting(c->s, -1);
+    return rc;
 }
 
 /* ------------------------------------------------------------- one call */

@@ -184,6 +184,24 @@ static void ppt_teardown(ppt_state_t *s)
     free(s->early);
 }
 
+/* The instance's lock spins a little before it sleeps (glibc's adaptive
+ * mutex): the progress thread holds it for one pass at a time (a few us),
+ * and a program thread coming back to plait_wait then should not pay a
+ * futex sleep and wake-up for it. */
+static void state_lock_init(pthread_mutex_t *m)
+{
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+    pthread_mutexattr_t a;
+    if (pthread_mutexattr_init(&a) == 0) {
+        pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+        pthread_mutex_init(m, &a);
+        pthread_mutexattr_destroy(&a);
+        return;
+    }
+#endif
+    pthread_mutex_init(m, NULL);
+}
+
 int ppt_init(void)
 {
     ppt_state_t *s;
@@ -196,7 +214,7 @@ int ppt_init(void)
     s = calloc(1, sizeof *s);
     if (!s)
         return prt_err(PLAIT_ERR_NOMEM, "plait_init: no memory");
-    pthread_mutex_init(&s->lock, NULL);
+    state_lock_init(&s->lock);
     rc = ppt_setup(s);
     if (rc != PLAIT_OK) {
         char why[512];

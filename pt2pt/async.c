@@ -26,13 +26,15 @@
  * with trylock: the first version took it at every look, and its handoffs
  * cost start-and-wait calls of 4-128 KiB 5-75% (bench/nb-overlap, 2 ranks).
  * Where the ranks of the host are bound and leave a core free, the thread
- * moves there when it starts (PLAIT_THREAD_CPU, runtime/affinity.c) and looks
- * every 20 us without backing off. PLAIT_PROGRESS_THREAD=0 turns it off.
+ * moves there when it starts (PLAIT_THREAD_CPU, runtime/affinity.c) and
+ * polls instead (async_poll, PLAIT_PROGRESS_POLL; =0: looks every 20 us
+ * without backing off). PLAIT_PROGRESS_THREAD=0 turns it off.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "pt2pt/ppt.h"
@@ -56,6 +58,11 @@
                                      * a bound rank's core slowed 4-rank blocking calls of
                                      * 1-512 KiB that followed non-blocking ones 10-50% */
 #define PPT_ASYNC_DEEP_US   200000  /* that sleep's guard bound */
+#define PPT_ASYNC_QUIET_NS  3000    /* on a spare core: nobody else made a pass for this
+                                     * long, so the program is away (async_poll) */
+#define PPT_ASYNC_YIELD_NS  20000   /* polling, it yields the core this often */
+#define PPT_ASYNC_POLL_IDLE_NS 2000000 /* on a spare core: polls this long with none in
+                                     * flight before the deep sleep */
 
 enum { ASYNC_LOOK, ASYNC_DRIVE, ASYNC_DEEP };
 
@@ -111,6 +118,59 @@ static void async_sleep(ppt_state_t *s, int mode, uint32_t gen, long look_us)
     }
 }
 
+/* The thread on a spare core polls instead of sleeping between looks. A
+ * look every 20 us saw a program that went computing only 20-40 us after
+ * it did: every collective shorter than that (below about 1 MiB on one
+ * host) was over, or waiting on its next round, before the thread drove,
+ * and hid nothing. Here the thread reads the counters in a loop of pauses:
+ * while someone else makes progress passes (the program in plait_wait, a
+ * plait_test loop, a blocking call) it keeps off the lock; once nobody has
+ * for PPT_ASYNC_QUIET_NS it drives, pass after pass, until the program is
+ * back (its first pass shows in the counter) or nothing is in flight. The
+ * core is one no rank of the host is bound to (runtime/affinity.c), so the
+ * spinning costs the ranks nothing; with nothing in flight for
+ * PPT_ASYNC_POLL_IDLE_NS it sleeps until the next start kicks it. */
+static void async_poll(ppt_state_t *s)
+{
+    uint64_t seen = atomic_load(&s->passes), quiet_ns = prt_now_ns(), idle_ns = 0,
+             yield_ns = quiet_ns;
+    while (!atomic_load_explicit(&s->async_stop, memory_order_relaxed)) {
+        uint64_t passes, now = prt_now_ns();
+        if (now - yield_ns > PPT_ASYNC_YIELD_NS) {   /* the core may not be as spare as */
+            sched_yield();                           /* it looked (another job, a bed of */
+            yield_ns = now;                          /* namespace hosts): share it */
+        }
+        if (atomic_load_explicit(&s->nb_inflight, memory_order_relaxed) == 0) {
+            if (!idle_ns)
+                idle_ns = now;
+            else if (now - idle_ns > PPT_ASYNC_POLL_IDLE_NS) {
+                async_sleep(s, ASYNC_DEEP, atomic_load(&s->async_gen), 0);
+                idle_ns = 0;
+            }
+            prt_cpu_relax();
+            continue;
+        }
+        idle_ns = 0;
+        passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
+        if (passes != seen || atomic_load_explicit(&s->waiters, memory_order_relaxed)) {
+            seen = passes;   /* the program progresses by itself, or waits to */
+            quiet_ns = now;
+        }
+        if (now - quiet_ns < PPT_ASYNC_QUIET_NS) {
+            prt_cpu_relax();
+            continue;
+        }
+        if (pthread_mutex_trylock(&s->lock) != 0) {   /* a program thread is in a call */
+            quiet_ns = now;
+            continue;
+        }
+        if (atomic_load_explicit(&s->nb_inflight, memory_order_relaxed) > 0)
+            ppt_progress_locked(s);
+        seen = atomic_load_explicit(&s->passes, memory_order_relaxed);
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
 static void *async_main(void *arg)
 {
     ppt_state_t *s = arg;
@@ -123,6 +183,11 @@ static void *async_main(void *arg)
      * 0-37% of their time behind computation there, 46-100% on a core of
      * their own (docs/PERFORMANCE.md, session 33). */
     s->async_spare = prt_affinity_place(&s->job, s->job.local_rank, "progress thread");
+    if (s->async_spare && s->cfg.progress_poll) {
+        prt_log(PRT_LOG_DEBUG, "progress thread: polls on its spare core (PLAIT_PROGRESS_POLL)");
+        async_poll(s);
+        return NULL;
+    }
     look_us = async_look_first(s);
     while (!atomic_load(&s->async_stop)) {
         uint32_t gen = atomic_load(&s->async_gen);

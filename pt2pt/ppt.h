@@ -262,6 +262,8 @@ typedef struct ppt_state {
     _Atomic uint64_t passes;         /* progress passes made (the thread's "program away"
                                       * test; written under the lock, read without) */
     _Atomic int      nb_inflight;    /* non-blocking collectives in coll_head (likewise) */
+    _Atomic int      waiters;        /* program threads inside a wait loop: the polling
+                                      * thread keeps off the lock (async_poll) */
 } ppt_state_t;
 
 /* The library instance between plait_init and plait_finalize, else NULL. */
@@ -282,6 +284,11 @@ static inline void ppt_coll_unlisted_locked(ppt_state_t *s, plait_request_t r)
                               memory_order_relaxed);
 }
 void ppt_async_stop(ppt_state_t *s);
+/* A program thread enters (+1) or leaves (-1) a wait loop. */
+static inline void ppt_waiting(ppt_state_t *s, int d)
+{
+    atomic_fetch_add_explicit(&s->waiters, d, memory_order_relaxed);
+}
 
 /* api.c: the instance's setup and teardown, driven by plait_init/plait_finalize */
 int  ppt_init(void);

@@ -309,7 +309,7 @@ static void wait_backoff(ppt_state_t *s, const prt_backoff_t *b, uint64_t now,
         if (wait_spin_yields(s, req))
             sched_yield();
         else
-            __builtin_ia32_pause();
+            prt_cpu_relax();
         break;
     case 1:
         sched_yield();
@@ -389,7 +389,7 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
     return ppt_wait_for_locked(s, req, fn, s->cfg.timeout_s);
 }
 
-int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s)
+static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s)
 {
     prt_backoff_t b;
     int backed_off = 0;   /* only waits that had to wait feed the average */
@@ -434,6 +434,15 @@ int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, dou
         backed_off = 1;
         pthread_mutex_lock(&s->lock);
     }
+}
+
+int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s)
+{
+    int rc;
+    ppt_waiting(s, 1);
+    rc = wait_loop_locked(s, req, fn, timeout_s);
+    ppt_waiting(s, -1);
+    return rc;
 }
 
 /* ------------------------------------------------------------- public API */

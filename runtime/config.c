@@ -112,6 +112,11 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "a library thread moves non-blocking collectives on while the program computes (started "
      "at the first one, asleep while none is in flight; 0: only inside plait calls)",
      CFG_AT(progress_thread)},
+    {"PLAIT_PROGRESS_POLL", PRT_CFG_BOOL, "1", NULL,
+     "the progress thread, on a core no rank is bound to (PLAIT_THREAD_CPU), polls while a "
+     "non-blocking collective is in flight and drives it as soon as the program leaves plait "
+     "(0: looks every 20 us)",
+     CFG_AT(progress_poll)},
     {"PLAIT_THREAD_CPU", PRT_CFG_ENUM, "auto", "auto|rank",
      "where the library's threads (progress thread, udp engines) run: auto = cores no rank of "
      "the host is bound to, when the ranks are bound and some are left (else as rank); "

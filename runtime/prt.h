@@ -128,6 +128,7 @@ typedef struct {
     int      udp_tx_help;      /* PLAIT_UDP_TX_HELP: PRT_TX_HELP_* */
     int      stats;            /* PLAIT_STATS: print transport counters at finalize */
     int      progress_thread;  /* PLAIT_PROGRESS_THREAD: non-blocking collectives move on alone */
+    int      progress_poll;    /* PLAIT_PROGRESS_POLL: the thread polls on a spare core */
     int      thread_cpu;       /* PLAIT_THREAD_CPU: PRT_THREAD_CPU_* */
     char     trace[256];       /* PLAIT_TRACE: directory for an event timeline ("" off) */
     /* collectives: forced algorithm per collective (0 = auto; the choices'
@@ -269,6 +270,17 @@ int  prt_backoff_expired(const prt_backoff_t *b, uint64_t now);
 static inline void prt_backoff_progress(prt_backoff_t *b, uint64_t now) { b->work_ns = now; }
 /* Which stage the wait is in after `now`: 0 spin, 1 yield, 2 sleep. */
 int  prt_backoff_stage(const prt_backoff_t *b, uint64_t now, long spin_us, long yield_us);
+
+/* One pause of a spin loop: lets the sibling hyperthread run and keeps the
+ * loop from flooding the memory bus with loads. */
+static inline void prt_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 /* futex helpers on a 32-bit word that may live in shared memory */
 void prt_futex_wait(volatile uint32_t *word, uint32_t expected, long timeout_us);

@@ -17,8 +17,19 @@
  *                         the check above is not vacuous), then plait_wait
  *                         completes them
  *
+ * Options after the mode:
+ *   selfbind  every rank binds itself to its first CPU before plait_init,
+ *             leaving the others spare: the progress thread moves there and
+ *             polls (PLAIT_PROGRESS_POLL)
+ *   churn     then CHURN_ITERS allreduces of seeded random sizes, each
+ *             started, followed by a random 0-60 us of computation (a spin,
+ *             no plait call) and plait_wait, so the thread and the program
+ *             hand the work over at every point of a collective; each
+ *             result checked against the locally computed sum
+ *
  * Exit 0 when every check held. Written against plait.h only; run by t-coll.sh.
  */
+#define _GNU_SOURCE 1   /* selfbind.h: sched_setaffinity */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +37,12 @@
 #include <time.h>
 
 #include "plait.h"
+#include "selfbind.h"
 
 #define AR_COUNT 20000        /* int64 elements: 160 KB, above the eager sizes */
 #define AG_COUNT 3001         /* int32 elements per rank */
 #define BC_COUNT 50000        /* bytes */
+#define CHURN_ITERS 300
 
 static uint64_t seed_of(void)
 {
@@ -115,13 +128,61 @@ static void die(int rank, const char *what)
     exit(1);
 }
 
+static void spin_us(double us)
+{
+    double end = now_s() + us * 1e-6;
+    while (now_s() < end)
+        ;
+}
+
+/* Allreduces of seeded sizes (1..AR_COUNT elements), started, then a
+ * seeded 0-60 us of computation, then waited on; every element checked. */
+static void churn(bufs_t *b, plait_comm_t w)
+{
+    uint64_t seed = seed_of() + 1000;
+    for (int it = 0; it < CHURN_ITERS; it++) {
+        size_t n = 1 + (size_t)(mix(seed, 0, 4, (uint64_t)it) % AR_COUNT);
+        double us = (double)(mix(seed, b->rank, 5, (uint64_t)it) % 61);
+        plait_request_t req;
+        for (size_t k = 0; k < n; k++) {
+            b->ar_in[k] = (int64_t)(mix(seed + (uint64_t)it, b->rank, 1, k) >> 20);
+            b->ar_ref[k] = 0;
+            for (int p = 0; p < b->size; p++)
+                b->ar_ref[k] += (int64_t)(mix(seed + (uint64_t)it, p, 1, k) >> 20);
+        }
+        memset(b->ar_out, 0xA5, n * sizeof(int64_t));
+        if (plait_iallreduce(b->ar_in, b->ar_out, n, PLAIT_INT64, PLAIT_SUM, w, &req) != PLAIT_OK)
+            die(b->rank, plait_last_error());
+        spin_us(us);
+        if (plait_wait(&req, NULL) != PLAIT_OK)
+            die(b->rank, plait_last_error());
+        for (size_t k = 0; k < n; k++)
+            if (b->ar_out[k] != b->ar_ref[k]) {
+                fprintf(stderr, "coll_overlap: rank %d: churn call %d (%zu elements): element "
+                        "%zu is %lld, not %lld\n", b->rank, it, n, k, (long long)b->ar_out[k],
+                        (long long)b->ar_ref[k]);
+                die(b->rank, "wrong allreduce result");
+            }
+    }
+}
+
 int main(int argc, char **argv)
 {
-    int want_progress = argc > 1 && strcmp(argv[1], "off") == 0 ? 0 : 1, done;
+    int want_progress = argc > 1 && strcmp(argv[1], "off") == 0 ? 0 : 1, done, churning = 0;
     plait_comm_t w;
     plait_request_t req[3];
     bufs_t b;
     double t0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "selfbind") == 0)
+            bind_first_cpu();
+        else if (strcmp(argv[i], "churn") == 0)
+            churning = 1;
+        else {
+            fprintf(stderr, "usage: %s on|off [selfbind] [churn]\n", argv[0]);
+            return 2;
+        }
+    }
     if (plait_init() != PLAIT_OK)
         return 1;
     w = plait_comm_world();
@@ -159,10 +220,13 @@ int main(int argc, char **argv)
         if (finished(&b) != 3)
             die(b.rank, "wrong result after plait_waitall");
     }
+    if (churning)
+        churn(&b, w);
     free(b.ar_in); free(b.ar_out); free(b.ar_ref); free(b.ag_out); free(b.ag_ref);
     free(b.bc); free(b.bc_ref);
     if (b.rank == 0)
-        printf("coll_overlap %s: 9 calls ok (3 rounds of 3 collectives, %d ranks)\n",
-               want_progress ? "on" : "off", b.size);
+        printf("coll_overlap %s: 9 calls ok (3 rounds of 3 collectives, %d ranks)%s\n",
+               want_progress ? "on" : "off", b.size,
+               churning ? ", and the churn's allreduces" : "");
     return plait_finalize() == PLAIT_OK ? 0 : 1;
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "plait.h"
+#include "selfbind.h"
 
 static int fail(int rank, const char *what, int rc)
 {
@@ -104,20 +105,6 @@ static int library_threads(char names[][20], cpu_set_t *sets, int cap)
     if (d)
         closedir(d);
     return n;
-}
-
-static void bind_first_cpu(void)
-{
-    cpu_set_t set, one;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return;
-    CPU_ZERO(&one);
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &set)) {
-            CPU_SET(c, &one);
-            break;
-        }
-    sched_setaffinity(0, sizeof one, &one);
 }
 
 /* Rank k starts an allreduce the others join 50 ms later, so it cannot

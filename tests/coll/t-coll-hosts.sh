@@ -130,4 +130,7 @@ MODE=mixed job "2 hosts x 2 ranks, two_level, mixed kernels" --host h1:2,h2:2 --
 # non-blocking collectives completing while no rank calls plait (progress thread)
 PROG=$B/tests/coll/coll_overlap MODE=on job "3 hosts x (2,1,2), no plait calls while in flight" \
     --host h1:2,h2:1,h3:2 --
+# bound ranks: each host's progress thread polls on a core its ranks left
+PROG=$B/tests/coll/coll_overlap MODE="on churn" job "2 hosts x 1 rank bound, polling progress thread, churn" \
+    --host h1:1,h2:1 --bind-to core --
 exit $((failures > 0))

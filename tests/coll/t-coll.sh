@@ -137,6 +137,16 @@ if [ -x "$OVERLAP" ]; then
         3 "$PLAIT_TIMEOUT" PLAIT_TRANSPORT=udp -- on
     PROG=$OVERLAP job "PLAIT_PROGRESS_THREAD=0: no progress outside plait calls (3 ranks)" \
         3 "$PLAIT_TIMEOUT" PLAIT_PROGRESS_THREAD=0 -- off
+    # ranks bound to one CPU: the thread polls on a spare one (PLAIT_PROGRESS_POLL);
+    # churn: 300 allreduces started, computed beside for 0-60 us, waited on
+    PROG=$OVERLAP job "progress thread polling on a spare CPU, and the churn (3 ranks)" \
+        3 "$PLAIT_TIMEOUT" -- on selfbind churn
+    PROG=$OVERLAP job "progress thread polling on a spare CPU, udp, and the churn (3 ranks)" \
+        3 "$PLAIT_TIMEOUT" PLAIT_TRANSPORT=udp -- on selfbind churn
+    PROG=$OVERLAP job "progress thread looking every 20 us on a spare CPU, and the churn (3 ranks)" \
+        3 "$PLAIT_TIMEOUT" PLAIT_PROGRESS_POLL=0 -- on selfbind churn
+    PROG=$OVERLAP job "progress thread on the ranks' CPUs, and the churn (2 ranks)" \
+        2 "$PLAIT_TIMEOUT" -- on churn
 fi
 # Where the library's threads run (PLAIT_THREAD_CPU): on CPUs no rank of the
 # host is bound to when the ranks are bound and some are left (here the

@@ -4,15 +4,9 @@
 
 #include <string.h>
 
+#include "runtime/prt.h"
 #include "transport/udp/share.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#define share_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define share_relax() __asm__ __volatile__("yield")
-#else
-#define share_relax() ((void)0)
-#endif
 
 void udp_share_copies(const pp_copy_t *q, uint32_t n)
 {
@@ -41,7 +35,7 @@ uint32_t udp_share_finish(udp_share_t *s, const pp_copy_t *q, uint32_t n)
         /* The helper claimed it: its copies land before it stores DONE
          * (release), and are the caller's to read after this (acquire). */
         while (atomic_load_explicit(&s->state, memory_order_acquire) != UDP_SHARE_DONE)
-            share_relax();
+            prt_cpu_relax();
     }
     atomic_store_explicit(&s->state, UDP_SHARE_IDLE, memory_order_relaxed);
     return made;
