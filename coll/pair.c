@@ -56,14 +56,7 @@ int pcoll_pair_eligible(const pcoll_args_t *a)
 /* A failed or short transfer: the error every schedule reports. */
 static int pair_check(plait_request_t r, size_t want, int peer, const char *fn)
 {
-    if (r->rc != PLAIT_OK)
-        return prt_err(r->rc == PLAIT_ERR_TRUNCATE ? PLAIT_ERR_ARG : r->rc,
-                       "%s: a transfer with rank %d failed (%s): do all ranks pass matching "
-                       "arguments?", fn, peer, plait_strerror(r->rc));
-    if (r->kind == PPT_REQ_RECV && r->st.bytes != want)
-        return prt_err(PLAIT_ERR_ARG, "%s: rank %d sent %zu bytes where %zu were expected: "
-                       "ranks passed different counts or roots", fn, peer, r->st.bytes, want);
-    return PLAIT_OK;
+    return pcoll_xfer_check(r, r->kind == PPT_REQ_RECV, want, peer, fn);
 }
 
 enum { PAIR_SEND = 1, PAIR_RECV = 2 };

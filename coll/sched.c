@@ -434,16 +434,8 @@ static int sched_round_status(pcoll_sched_t *sc, const char *what)
         const pcoll_op_t *op = &sc->ops[sc->xfer_op[i % sc->capxfer]];
         if (!atomic_load_explicit(&r->done, memory_order_acquire))
             return 1;
-        if (rc != PLAIT_OK)
-            continue;
-        if (r->rc != PLAIT_OK)
-            rc = prt_err(r->rc == PLAIT_ERR_TRUNCATE ? PLAIT_ERR_ARG : r->rc,
-                         "%s: a transfer with rank %d failed (%s): do all ranks pass matching "
-                         "arguments?", what, op->peer, plait_strerror(r->rc));
-        else if (op->kind == PCOLL_RECV && r->st.bytes != op->len)
-            rc = prt_err(PLAIT_ERR_ARG, "%s: rank %d sent %zu bytes where %zu were expected: "
-                         "ranks passed different counts or roots", what, op->peer, r->st.bytes,
-                         op->len);
+        if (rc == PLAIT_OK)
+            rc = pcoll_xfer_check(r, op->kind == PCOLL_RECV, op->len, op->peer, what);
     }
     return rc;
 }

@@ -139,3 +139,22 @@ int pcoll_next_tag(plait_comm_t comm, uint32_t sig)
         h--;
     return (int)(h << 24 | (comm->coll_seq++ & 0xffffffu));
 }
+
+/* A finished transfer of a collective's schedule: PLAIT_OK, or the error
+ * the collective reports for it. The request's own detail says what went
+ * wrong (a peer that withdrew its message because its call failed, a dead
+ * rank, a truncation); only a truncated or short message points at
+ * arguments that differ between ranks. */
+int pcoll_xfer_check(plait_request_t r, int is_recv, size_t want, int peer, const char *fn)
+{
+    const char *why = r->why[0] ? r->why : plait_strerror(r->rc);
+    if (r->rc == PLAIT_ERR_TRUNCATE)
+        return prt_err(PLAIT_ERR_ARG, "%s: rank %d sent more than the %zu bytes expected: "
+                       "ranks passed different counts or roots", fn, peer, want);
+    if (r->rc != PLAIT_OK)
+        return prt_err(r->rc, "%s: a transfer with rank %d failed: %s", fn, peer, why);
+    if (is_recv && r->st.bytes != want)
+        return prt_err(PLAIT_ERR_ARG, "%s: rank %d sent %zu bytes where %zu were expected: "
+                       "ranks passed different counts or roots", fn, peer, r->st.bytes, want);
+    return PLAIT_OK;
+}
