@@ -38,64 +38,101 @@ int plr_bind_apply(const plr_cpuset_t *c)
 
 /* ------------------------------------------- hosts sharing one machine */
 
-/* The claim file: "<next free slot> <hosts holding a claim>\n". */
-static int plr_bind_file(const char *dir, const char *job, char *path, size_t len)
+/* The claim file: "<next free slot> <hosts holding a claim>\n", then a line
+ * "<first slot> <CPU list>" for each host that bound its ranks
+ * (plr_bind_record): the library keeps its threads off every listed CPU
+ * (runtime/affinity.c, through PLAIT_LAUNCH_CPUS_FILE). */
+int plr_bind_path(const char *dir, const char *job, char *path, size_t len)
 {
     int n = snprintf(path, len, "%s/plaitrun-bind.%s", dir, job);
-    if (n < 0 || (size_t)n >= len || strchr(job, '/'))
+    return n < 0 || (size_t)n >= len || strchr(job, '/') ? -1 : 0;
+}
+
+static int plr_bind_file(const char *dir, const char *job)
+{
+    char path[PATH_MAX];
+    if (plr_bind_path(dir, job, path, sizeof(path)) != 0)
         return -1;
     return open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
-static void plr_bind_file_read(int fd, int *next, int *refs)
+/* The whole file into buf (NUL-terminated), its header into next and refs
+ * (0 0 when new or unreadable); returns where the host lines start. */
+static const char *plr_bind_file_read(int fd, char *buf, size_t cap, int *next, int *refs)
 {
-    char buf[64] = {0};
-    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    ssize_t n = pread(fd, buf, cap - 1, 0);
+    const char *nl;
+    buf[n > 0 ? n : 0] = '\0';
     if (n <= 0 || sscanf(buf, "%d %d", next, refs) != 2 || *next < 0 || *refs < 0)
         *next = *refs = 0;
+    nl = strchr(buf, '\n');
+    return nl ? nl + 1 : buf + strlen(buf);
 }
 
-static int plr_bind_file_write(int fd, int next, int refs)
+/* The header "next refs", the host lines kept, then extra (NULL: none). */
+static int plr_bind_file_write(int fd, int next, int refs, const char *lines, const char *extra)
 {
-    char buf[64];
-    int n = snprintf(buf, sizeof(buf), "%d %d\n", next, refs);
-    return ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) == n ? 0 : -1;
+    char head[64];
+    int n = snprintf(head, sizeof(head), "%d %d\n", next, refs);
+    size_t ll = strlen(lines), el = extra ? strlen(extra) : 0;
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, head, (size_t)n, 0) != n ||
+        pwrite(fd, lines, ll, n) != (ssize_t)ll)
+        return -1;
+    return !extra || pwrite(fd, extra, el, n + (off_t)ll) == (ssize_t)el ? 0 : -1;
+}
+
+/* The claim, record and release steps: each a read-modify-write of the
+ * file under its lock. op 0 claims nranks slots (*first: where they start),
+ * 1 appends the line extra, 2 releases a claim (the last one removes the
+ * file). Returns 0, or -1 when the file could not be used. */
+static int plr_bind_update(const char *dir, const char *job, int op, int nranks,
+                           const char *extra, int *first)
+{
+    static char buf[PLR_BIND_FILE_MAX];   /* (the launcher is one thread here) */
+    char path[PATH_MAX];
+    int fd = plr_bind_file(dir, job), next = 0, refs = 0, rc = -1;
+    const char *lines;
+    if (fd < 0)
+        return -1;
+    if (flock(fd, LOCK_EX) != 0) {
+        close(fd);
+        return -1;
+    }
+    lines = plr_bind_file_read(fd, buf, sizeof(buf), &next, &refs);
+    if (op == 0) {
+        *first = next;
+        rc = plr_bind_file_write(fd, next + nranks, refs + 1, lines, NULL);
+    } else if (op == 1) {
+        if (strlen(lines) + strlen(extra) + 64 < sizeof(buf))
+            rc = plr_bind_file_write(fd, next, refs, lines, extra);
+    } else if (refs <= 1) {   /* the last host of this machine leaves */
+        rc = plr_bind_path(dir, job, path, sizeof(path)) == 0 ? unlink(path) : -1;
+    } else {
+        rc = plr_bind_file_write(fd, next, refs - 1, lines, NULL);
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+    return rc;
 }
 
 int plr_bind_claim(const char *dir, const char *job, int nranks, bool *claimed)
 {
-    char path[PATH_MAX];
-    int fd = plr_bind_file(dir, job, path, sizeof(path)), first = 0, refs = 0;
-    *claimed = false;
-    if (fd < 0)
-        return 0;
-    if (flock(fd, LOCK_EX) == 0) {
-        plr_bind_file_read(fd, &first, &refs);
-        if (plr_bind_file_write(fd, first + nranks, refs + 1) == 0)
-            *claimed = true;
-        else
-            first = 0;
-        flock(fd, LOCK_UN);
-    }
-    close(fd);
-    return first;
+    int first = 0;
+    *claimed = plr_bind_update(dir, job, 0, nranks, NULL, &first) == 0;
+    return *claimed ? first : 0;
+}
+
+int plr_bind_record(const char *dir, const char *job, int first, const char *cpus)
+{
+    char line[PLR_BIND_LINE_MAX];
+    if (snprintf(line, sizeof(line), "%d %s\n", first, cpus) >= (int)sizeof(line))
+        return -1;
+    return plr_bind_update(dir, job, 1, 0, line, NULL);
 }
 
 void plr_bind_release(const char *dir, const char *job)
 {
-    char path[PATH_MAX];
-    int fd = plr_bind_file(dir, job, path, sizeof(path)), next = 0, refs = 0;
-    if (fd < 0)
-        return;
-    if (flock(fd, LOCK_EX) == 0) {
-        plr_bind_file_read(fd, &next, &refs);
-        if (refs <= 1)
-            unlink(path);   /* the last host of this machine leaves */
-        else
-            plr_bind_file_write(fd, next, refs - 1);
-        flock(fd, LOCK_UN);
-    }
-    close(fd);
+    plr_bind_update(dir, job, 2, 0, NULL, NULL);
 }
 
 #ifdef PLAIT_HAVE_HWLOC

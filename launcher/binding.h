@@ -48,6 +48,14 @@ int plr_bind_compute(plr_bind_policy_t pol, int nranks, int first, plr_cpuset_t 
  * recorded (to be released at the end: the last host removes the file). */
 int plr_bind_claim(const char *dir, const char *job, int nranks, bool *claimed);
 void plr_bind_release(const char *dir, const char *job);
+/* After binding: records this host's block (its first slot, the CPU list
+ * its ranks are bound to) in the claim file, so that every host's library
+ * threads keep off every host's ranks (the ranks get the file's path,
+ * plr_bind_path, as PLAIT_LAUNCH_CPUS_FILE). 0 on success. */
+int plr_bind_record(const char *dir, const char *job, int first, const char *cpus);
+int plr_bind_path(const char *dir, const char *job, char *path, size_t len);
+#define PLR_BIND_FILE_MAX 65536   /* a claim file's bytes (64 hosts of 1000-character lists) */
+#define PLR_BIND_LINE_MAX 1024    /* one host's line */
 
 /* In the child between fork and exec: async-signal-safe. */
 int plr_bind_apply(const plr_cpuset_t *c);

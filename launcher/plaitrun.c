@@ -271,6 +271,27 @@ static void plr_stdio_sanitize(void)
             open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
 }
 
+/* A host that claimed a block records its ranks' CPUs for the other hosts
+ * sharing this machine (binding.h): their library threads keep off them. */
+static void plr_job_bind_record(plr_job_t *job, int first)
+{
+    char cpus[PLR_BIND_LINE_MAX] = "";
+    size_t at = 0;
+    if (!job->bind_claimed)
+        return;
+    for (int r = 0; r < job->opts.nranks; r++) {
+        const plr_cpuset_t *c = &job->ranks[r].cpus;
+        int n;
+        if (!c->bound || !c->cpus[0])
+            continue;
+        n = snprintf(cpus + at, sizeof(cpus) - at, "%s%s", at ? "," : "", c->cpus);
+        if (n < 0 || (size_t)n >= sizeof(cpus) - at)
+            return;   /* too long to record: the hosts' threads may meet, as before */
+        at += (size_t)n;
+    }
+    job->bind_recorded = at > 0 && plr_bind_record(PLR_BIND_DIR, job->nspace, first, cpus) == 0;
+}
+
 int plr_job_bindings(plr_job_t *job)
 {
     plr_opts_t *o = &job->opts;
@@ -289,6 +310,7 @@ int plr_job_bindings(plr_job_t *job)
         for (int r = 0; r < o->nranks; r++)
             job->ranks[r].cpus = sets[r];
         free(sets);
+        plr_job_bind_record(job, first);
         return 0;
     }
     if (sets == NULL)

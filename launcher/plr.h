@@ -112,6 +112,7 @@ typedef struct plr_job {
     int        *rank_lrank;        /* [size]: local rank on its node */
     bool        stay;              /* keep the loop running with no live rank */
     bool        bind_claimed;      /* holds a block of core slots (plr_bind_claim) */
+    bool        bind_recorded;     /* its ranks' CPUs are in the claim file (plr_bind_record) */
     void       *net;               /* connections: plr_head.c / plr_daemon.c state */
 } plr_job_t;
 

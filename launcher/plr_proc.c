@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -348,6 +349,12 @@ static char **plr_env_build(plr_job_t *job, int idx)
     }
     if (plr_env_set(&env, "PLAIT_LAUNCHER", PLR_NAME) != 0)
         goto fail;
+    if (job->bind_recorded) {   /* hosts sharing this machine: runtime/affinity.c */
+        char path[PATH_MAX];
+        if (plr_bind_path(PLR_BIND_DIR, job->nspace, path, sizeof(path)) != 0 ||
+            plr_env_set(&env, "PLAIT_LAUNCH_CPUS_FILE", path) != 0)
+            goto fail;
+    }
     if (plr_server_setup_rank(job, idx, &env) != 0)
         goto fail;
     return env;

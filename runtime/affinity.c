@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #ifdef PLAIT_HAVE_HWLOC
@@ -134,15 +135,54 @@ int prt_affinity_gather(prt_job_t *job)
     return PLAIT_OK;
 }
 
-/* Moves the calling thread to the job's CPUs that no rank of the host is
- * bound to (the kernel also keeps only what the cgroup allows); none: no
+/* Several hosts of one job on one machine (plaitrun's daemons in network
+ * namespaces) each gather only their own ranks' masks: their threads would
+ * land on each other's ranks' cores. plaitrun records every host's bound
+ * CPUs, one line "<first core slot> <CPU list>" per host after a header
+ * line, in the file PLAIT_LAUNCH_CPUS_FILE names (launcher/binding.c). The
+ * lists join taken; the return is this host's first slot (the line with
+ * the rank's own CPUs), which spreads the hosts' threads over the spare
+ * cores as the local ranks' slots do. Read when a thread places itself,
+ * after plait_init's fence: by then every host has bound its ranks. */
+static int affinity_cohosts(const prt_job_t *job, cpu_set_t *taken)
+{
+    const char *path = getenv("PLAIT_LAUNCH_CPUS_FILE");
+    char line[1100];
+    int base = 0, head = 1;
+    FILE *f;
+    if (!path || !*path || !(f = fopen(path, "r")))
+        return 0;
+    flock(fileno(f), LOCK_SH);
+    while (fgets(line, sizeof line, f)) {
+        cpu_set_t set;
+        char *list;
+        long first = strtol(line, &list, 10);
+        if (head || first < 0 || first > 1 << 20 || affinity_parse(list + strspn(list, " "), &set))
+            head = 0;   /* (the header, or a line cut short: skipped) */
+        else {
+            CPU_OR(taken, taken, &set);
+            if (CPU_COUNT(&job->cpus_own) > 0) {
+                cpu_set_t mine;
+                CPU_AND(&mine, &set, &job->cpus_own);
+                if (CPU_EQUAL(&mine, &job->cpus_own))
+                    base = (int)first;
+            }
+        }
+    }
+    flock(fileno(f), LOCK_UN);
+    fclose(f);
+    return base;
+}
+
+/* Moves the calling thread to the job's CPUs that no rank is bound to
+ * (taken; the kernel also keeps only what the cgroup allows); none: no
  * move. */
-static int affinity_leave(const prt_job_t *job)
+static int affinity_leave(const prt_job_t *job, const cpu_set_t *taken)
 {
     cpu_set_t rest;
     CPU_ZERO(&rest);
     for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &job->cpus_job) && !CPU_ISSET(c, &job->cpus_taken))
+        if (CPU_ISSET(c, &job->cpus_job) && !CPU_ISSET(c, taken))
             CPU_SET(c, &rest);
     return CPU_COUNT(&rest) > 0 &&
            pthread_setaffinity_np(pthread_self(), sizeof rest, &rest) == 0;
@@ -189,11 +229,12 @@ static int affinity_movable(const prt_job_t *job)
 
 int prt_affinity_spare_exists(const prt_job_t *job)
 {
-    cpu_set_t own;
+    cpu_set_t own, taken = job->cpus_taken;
     int yes;
     if (!affinity_movable(job) || pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0)
         return 0;
-    yes = affinity_leave(job);
+    affinity_cohosts(job, &taken);
+    yes = affinity_leave(job, &taken);
     if (yes)
         pthread_setaffinity_np(pthread_self(), sizeof own, &own);
     return yes;
@@ -305,11 +346,16 @@ static void affinity_text(const cpu_set_t *set, char *buf, size_t len)
 
 int prt_affinity_place(const prt_job_t *job, int slot, const char *what)
 {
-    cpu_set_t set;
+    cpu_set_t set, taken = job->cpus_taken;
     char text[64];
-    if (!affinity_movable(job) || !affinity_leave(job))
+    int base;
+    if (!affinity_movable(job))
         return 0;
-    if (!affinity_spare(slot, &job->cpus_taken, &job->cpus_own, &set) ||
+    base = affinity_cohosts(job, &taken);
+    if (!affinity_leave(job, &taken))
+        return 0;
+    /* (a host's threads: 2 per rank, a progress thread and an engine) */
+    if (!affinity_spare(2 * base + slot, &taken, &job->cpus_own, &set) ||
         pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
         prt_log(PRT_LOG_INFO, "%s on the job's CPUs no rank of this host was bound to at "
                 "plait_init", what);

@@ -123,6 +123,22 @@ static void test_colocated_claims(void)
     int other = plr_bind_claim(dir, "plait.78", 4, &c3);
     report(a == 0 && b == 2 && c1 && c2 && other == 0 && c3,
            "co-located hosts: first host slots 0-1, second 2-4, another job from 0");
+    /* each host's bound CPUs, kept through later claims and releases */
+    bool rec = plr_bind_record(dir, "plait.77", 0, "0-1") == 0 &&
+               plr_bind_record(dir, "plait.77", 2, "2,3,4") == 0;
+    bool c5;
+    int third = plr_bind_claim(dir, "plait.77", 1, &c5);
+    plr_bind_release(dir, "plait.77");
+    char text[256] = "";
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[got] = '\0';
+    bool lines = rec && third == 5 && c5 && strcmp(text, "6 2\n0 0-1\n2 2,3,4\n") == 0;
+    if (!lines)
+        printf("# claim file:\n%s", text);
+    report(lines, "co-located hosts: the hosts' CPU lines survive a claim and a release");
     plr_bind_release(dir, "plait.77");
     bool kept = access(path, F_OK) == 0;
     plr_bind_release(dir, "plait.77");
