@@ -21,11 +21,12 @@
  *   selfbind  every rank binds itself to its first CPU before plait_init,
  *             leaving the others spare: the progress thread moves there and
  *             polls (PLAIT_PROGRESS_POLL)
- *   churn     then CHURN_ITERS allreduces of seeded random sizes, each
- *             started, followed by a random 0-60 us of computation (a spin,
- *             no plait call) and plait_wait, so the thread and the program
- *             hand the work over at every point of a collective; each
- *             result checked against the locally computed sum
+ *   churn     then CHURN_ITERS rounds of an allreduce, an allgather and a
+ *             bcast of seeded random sizes in flight at once, started,
+ *             followed by a random 0-60 us of computation (a spin, no plait
+ *             call), then plait_waitall or a plait_test loop, so the thread
+ *             and the program hand the work over at every point of a
+ *             collective; each result checked against a local reference
  *
  * Exit 0 when every check held. Written against plait.h only; run by t-coll.sh.
  */
@@ -135,34 +136,87 @@ static void spin_us(double us)
         ;
 }
 
-/* Allreduces of seeded sizes (1..AR_COUNT elements), started, then a
- * seeded 0-60 us of computation, then waited on; every element checked. */
+/* Call it of the churn: an allreduce, an allgather and a bcast (root it mod
+ * size) of seeded sizes, with seeded data and poisoned outputs, all three
+ * in flight at once. */
+typedef struct {
+    size_t nar, nag, nbc;
+    int    root;
+} churn_call_t;
+
+static churn_call_t churn_fill(bufs_t *b, uint64_t seed, int it)
+{
+    churn_call_t c = {1 + (size_t)(mix(seed, 0, 4, (uint64_t)it) % AR_COUNT),
+                      1 + (size_t)(mix(seed, 0, 6, (uint64_t)it) % AG_COUNT),
+                      1 + (size_t)(mix(seed, 0, 7, (uint64_t)it) % BC_COUNT), it % b->size};
+    uint64_t s = seed + (uint64_t)it;
+    for (size_t k = 0; k < c.nar; k++) {
+        b->ar_in[k] = (int64_t)(mix(s, b->rank, 1, k) >> 20);
+        b->ar_ref[k] = 0;
+        for (int p = 0; p < b->size; p++)
+            b->ar_ref[k] += (int64_t)(mix(s, p, 1, k) >> 20);
+    }
+    memset(b->ar_out, 0xA5, c.nar * sizeof(int64_t));
+    for (int p = 0; p < b->size; p++)
+        for (size_t k = 0; k < c.nag; k++)
+            b->ag_ref[(size_t)p * c.nag + k] = (int32_t)mix(s, p, 2, k);
+    memset(b->ag_out, 0xA5, (size_t)b->size * c.nag * sizeof(int32_t));
+    memcpy(b->ag_out + (size_t)b->rank * c.nag, b->ag_ref + (size_t)b->rank * c.nag,
+           c.nag * sizeof(int32_t));   /* in place */
+    for (size_t k = 0; k < c.nbc; k++)
+        b->bc_ref[k] = (uint8_t)mix(s, c.root, 3, k);
+    if (b->rank == c.root)
+        memcpy(b->bc, b->bc_ref, c.nbc);
+    else
+        memset(b->bc, 0xA5, c.nbc);
+    return c;
+}
+
+static void churn_check(const bufs_t *b, const churn_call_t *c, int it)
+{
+    const char *what = NULL;
+    if (memcmp(b->ar_out, b->ar_ref, c->nar * sizeof(int64_t)) != 0)
+        what = "allreduce";
+    else if (memcmp(b->ag_out, b->ag_ref, (size_t)b->size * c->nag * sizeof(int32_t)) != 0)
+        what = "allgather";
+    else if (memcmp(b->bc, b->bc_ref, c->nbc) != 0)
+        what = "bcast";
+    if (what) {
+        fprintf(stderr, "coll_overlap: rank %d: churn call %d (allreduce %zu, allgather %zu, "
+                "bcast %zu elements, root %d): wrong %s result\n", b->rank, it, c->nar, c->nag,
+                c->nbc, c->root, what);
+        die(b->rank, "wrong churn result");
+    }
+}
+
+/* CHURN_ITERS calls of three collectives in flight at once, started, then
+ * a seeded 0-60 us of computation, then completed by plait_waitall or (every
+ * other call, by seed) a plait_test loop; every output checked. */
 static void churn(bufs_t *b, plait_comm_t w)
 {
     uint64_t seed = seed_of() + 1000;
     for (int it = 0; it < CHURN_ITERS; it++) {
-        size_t n = 1 + (size_t)(mix(seed, 0, 4, (uint64_t)it) % AR_COUNT);
+        churn_call_t c = churn_fill(b, seed, it);
         double us = (double)(mix(seed, b->rank, 5, (uint64_t)it) % 61);
-        plait_request_t req;
-        for (size_t k = 0; k < n; k++) {
-            b->ar_in[k] = (int64_t)(mix(seed + (uint64_t)it, b->rank, 1, k) >> 20);
-            b->ar_ref[k] = 0;
-            for (int p = 0; p < b->size; p++)
-                b->ar_ref[k] += (int64_t)(mix(seed + (uint64_t)it, p, 1, k) >> 20);
-        }
-        memset(b->ar_out, 0xA5, n * sizeof(int64_t));
-        if (plait_iallreduce(b->ar_in, b->ar_out, n, PLAIT_INT64, PLAIT_SUM, w, &req) != PLAIT_OK)
+        plait_request_t req[3];
+        if (plait_iallreduce(b->ar_in, b->ar_out, c.nar, PLAIT_INT64, PLAIT_SUM, w, &req[0]) ||
+            plait_iallgather(b->ag_out + (size_t)b->rank * c.nag, b->ag_out, c.nag, PLAIT_INT32,
+                             w, &req[1]) ||
+            plait_ibcast(b->bc, c.nbc, PLAIT_BYTE, c.root, w, &req[2]))
             die(b->rank, plait_last_error());
         spin_us(us);
-        if (plait_wait(&req, NULL) != PLAIT_OK)
-            die(b->rank, plait_last_error());
-        for (size_t k = 0; k < n; k++)
-            if (b->ar_out[k] != b->ar_ref[k]) {
-                fprintf(stderr, "coll_overlap: rank %d: churn call %d (%zu elements): element "
-                        "%zu is %lld, not %lld\n", b->rank, it, n, k, (long long)b->ar_out[k],
-                        (long long)b->ar_ref[k]);
-                die(b->rank, "wrong allreduce result");
+        if (mix(seed, b->rank, 8, (uint64_t)it) & 1) {
+            if (plait_waitall(3, req, NULL) != PLAIT_OK)
+                die(b->rank, plait_last_error());
+        } else {
+            for (int k = 0; k < 3; k++) {
+                int done = 0;
+                while (!done)
+                    if (plait_test(&req[k], &done, NULL) != PLAIT_OK)
+                        die(b->rank, plait_last_error());
             }
+        }
+        churn_check(b, &c, it);
     }
 }
 
@@ -227,6 +281,6 @@ int main(int argc, char **argv)
     if (b.rank == 0)
         printf("coll_overlap %s: 9 calls ok (3 rounds of 3 collectives, %d ranks)%s\n",
                want_progress ? "on" : "off", b.size,
-               churning ? ", and the churn's allreduces" : "");
+               churning ? ", and the churn's rounds of three" : "");
     return plait_finalize() == PLAIT_OK ? 0 : 1;
 }
