@@ -60,6 +60,7 @@
 #define PPT_ASYNC_DEEP_US   200000  /* that sleep's guard bound */
 #define PPT_ASYNC_QUIET_NS  3000    /* on a spare core: nobody else made a pass for this
                                      * long, so the program is away (async_poll) */
+#define PPT_ASYNC_GAP_PAUSES 32     /* between its passes: 1-4 us with the lock free */
 #define PPT_ASYNC_YIELD_NS  20000   /* polling, it yields the core this often */
 #define PPT_ASYNC_POLL_IDLE_NS 2000000 /* on a spare core: polls this long with none in
                                      * flight before the deep sleep */
@@ -168,6 +169,10 @@ static void async_poll(ppt_state_t *s)
             ppt_progress_locked(s);
         seen = atomic_load_explicit(&s->passes, memory_order_relaxed);
         pthread_mutex_unlock(&s->lock);
+        /* a program thread spinning for the lock gets it now (relocking at
+         * once, this thread would win most races against it) */
+        for (int i = 0; i < PPT_ASYNC_GAP_PAUSES; i++)
+            prt_cpu_relax();
     }
 }
 
