@@ -71,6 +71,7 @@ typedef struct pcoll_sched {
     int              ahead;          /* rounds whose transfers may be posted early (see
                                         pcoll_sched_ahead) */
     int              posted;         /* rounds whose transfers are posted */
+    int              send_flags;     /* ppt_isend_flags_locked's flags for its sends */
     struct plait_request *xfer;      /* posted transfer requests (storage, a ring of capxfer) */
     int             *xfer_op;        /* ... and the op index of each */
     int              xfer_lo, xfer_hi, capxfer;   /* transfers [lo, hi) posted and not dropped,

@@ -381,8 +381,8 @@ static int sched_post_round(pcoll_sched_t *sc, int k)
         if (!is_xfer(op))
             continue;
         rc = op->kind == PCOLL_SEND
-                 ? ppt_isend_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len, op->peer,
-                                    sc->tag, &r)
+                 ? ppt_isend_flags_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len,
+                                          op->peer, sc->tag, sc->send_flags, &r)
                  : ppt_irecv_locked(sc->s, sc->comm, sc->comm->cmq, op->buf, op->len, op->peer,
                                     sc->tag, &r);
         if (rc != PLAIT_OK)
@@ -557,6 +557,16 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
     req->wait_peers = sched_wait_peers;
     if (!sc->tag_set)
         sc->tag = pcoll_next_tag(sc->comm, sc->sig);
+    /* A non-blocking schedule's messages inside a host go eagerly up to the
+     * user limit (16 KiB), not the collectives' 4 KiB: each rendezvous
+     * costs a handshake that only a progress pass answers, and the passes
+     * come from the progress thread while the program computes. One host,
+     * bound ranks, start-then-wait of an allreduce: 4 ranks 8 / 16 KiB 12 /
+     * 16 -> 8 / 12 us, 8 ranks 21 / 29 -> 13 / 21 (docs/PERFORMANCE.md,
+     * session 35). Blocking schedules keep 4K: there 16K was slower as
+     * often as faster. */
+    if (!storage)
+        sc->send_flags |= PPT_SEND_XCHG;
     rc = sched_post_ahead(sc);
     if (rc != PLAIT_OK) {
         ppt_req_free(req);
