@@ -94,8 +94,9 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "receiver answers (at most half the message, at most 1M; 0 = none; 64K helps one-way "
      "transfers such as bcast, slows exchanges)", CFG_AT(net_head)},
     {"PLAIT_COLL_EAGER_LIMIT", PRT_CFG_SIZE, "4K", NULL,
-     "the shared-memory eager limit of the collectives' own messages (a larger value is "
-     "capped at PLAIT_SHM_EAGER_LIMIT)", CFG_AT(coll_eager_limit)},
+     "the shared-memory eager limit of the blocking collectives' own messages (a larger "
+     "value is capped at PLAIT_SHM_EAGER_LIMIT, which non-blocking ones use)",
+     CFG_AT(coll_eager_limit)},
     {"PLAIT_SHM_RING_SLOTS", PRT_CFG_SIZE, "64", NULL,
      "slots per shared-memory ring (one ring per ordered pair of local ranks; power of two)", CFG_AT(shm_ring_slots)},
     {"PLAIT_SHM_CMA", PRT_CFG_BOOL, "1", NULL,
