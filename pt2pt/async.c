@@ -131,6 +131,20 @@ static void async_sleep(ppt_state_t *s, int mode, uint32_t gen, long look_us)
  * core is one no rank of the host is bound to (runtime/affinity.c), so the
  * spinning costs the ranks nothing; with nothing in flight for
  * PPT_ASYNC_POLL_IDLE_NS it sleeps until the next start kicks it. */
+/* async_poll with nothing in flight: polls on, and after
+ * PPT_ASYNC_POLL_IDLE_NS of it (*idle_ns: since when) sleeps until a start
+ * kicks it. */
+static void async_poll_idle(ppt_state_t *s, uint64_t *idle_ns, uint64_t now)
+{
+    if (!*idle_ns) {
+        *idle_ns = now;
+    } else if (now - *idle_ns > PPT_ASYNC_POLL_IDLE_NS) {
+        async_sleep(s, ASYNC_DEEP, atomic_load(&s->async_gen), 0);
+        *idle_ns = 0;
+    }
+    prt_cpu_relax();
+}
+
 static void async_poll(ppt_state_t *s)
 {
     uint64_t seen = atomic_load(&s->passes), quiet_ns = prt_now_ns(), idle_ns = 0,
@@ -142,13 +156,7 @@ static void async_poll(ppt_state_t *s)
             yield_ns = now;                          /* namespace hosts): share it */
         }
         if (atomic_load_explicit(&s->nb_inflight, memory_order_relaxed) == 0) {
-            if (!idle_ns)
-                idle_ns = now;
-            else if (now - idle_ns > PPT_ASYNC_POLL_IDLE_NS) {
-                async_sleep(s, ASYNC_DEEP, atomic_load(&s->async_gen), 0);
-                idle_ns = 0;
-            }
-            prt_cpu_relax();
+            async_poll_idle(s, &idle_ns, now);
             continue;
         }
         idle_ns = 0;
