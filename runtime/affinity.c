@@ -112,29 +112,6 @@ static void affinity_job_cpus(const prt_job_t *job, cpu_set_t *set)
             CPU_SET(c, set);
 }
 
-int prt_affinity_gather(prt_job_t *job)
-{
-    job->cpus_known = 0;
-    CPU_ZERO(&job->cpus_taken);
-    for (int i = 0; i < job->local_size; i++) {
-        void *blob = NULL;
-        size_t len = 0;
-        int rc = prt_boot_get(job, job->local_peers[i], PRT_CPUS_KEY, &blob, &len);
-        if (rc != PLAIT_OK)
-            return rc;
-        if (len != sizeof job->cpus_taken) {   /* another build of the library */
-            free(blob);
-            return prt_err(PLAIT_ERR_INTERNAL, "rank %d's CPU mask has %zu bytes, expected %zu",
-                           job->local_peers[i], len, sizeof job->cpus_taken);
-        }
-        CPU_OR(&job->cpus_taken, &job->cpus_taken, (cpu_set_t *)blob);
-        free(blob);
-    }
-    affinity_job_cpus(job, &job->cpus_job);
-    job->cpus_known = CPU_COUNT(&job->cpus_taken) > 0;
-    return PLAIT_OK;
-}
-
 /* Several hosts of one job on one machine (plaitrun's daemons in network
  * namespaces) each gather only their own ranks' masks: their threads would
  * land on each other's ranks' cores. plaitrun records every host's bound
@@ -142,7 +119,7 @@ int prt_affinity_gather(prt_job_t *job)
  * line, in the file PLAIT_LAUNCH_CPUS_FILE names (launcher/binding.c). The
  * lists join taken; the return is this host's first slot (the line with
  * the rank's own CPUs), which spreads the hosts' threads over the spare
- * cores as the local ranks' slots do. Read when a thread places itself,
+ * cores as the local ranks' slots do. Read once, by prt_affinity_gather
  * after plait_init's fence: by then every host has bound its ranks. */
 static int affinity_cohosts(const prt_job_t *job, cpu_set_t *taken)
 {
@@ -174,15 +151,38 @@ static int affinity_cohosts(const prt_job_t *job, cpu_set_t *taken)
     return base;
 }
 
+int prt_affinity_gather(prt_job_t *job)
+{
+    job->cpus_known = 0;
+    CPU_ZERO(&job->cpus_taken);
+    for (int i = 0; i < job->local_size; i++) {
+        void *blob = NULL;
+        size_t len = 0;
+        int rc = prt_boot_get(job, job->local_peers[i], PRT_CPUS_KEY, &blob, &len);
+        if (rc != PLAIT_OK)
+            return rc;
+        if (len != sizeof job->cpus_taken) {   /* another build of the library */
+            free(blob);
+            return prt_err(PLAIT_ERR_INTERNAL, "rank %d's CPU mask has %zu bytes, expected %zu",
+                           job->local_peers[i], len, sizeof job->cpus_taken);
+        }
+        CPU_OR(&job->cpus_taken, &job->cpus_taken, (cpu_set_t *)blob);
+        free(blob);
+    }
+    job->cpus_slot_base = affinity_cohosts(job, &job->cpus_taken);
+    affinity_job_cpus(job, &job->cpus_job);
+    job->cpus_known = CPU_COUNT(&job->cpus_taken) > 0;
+    return PLAIT_OK;
+}
+
 /* Moves the calling thread to the job's CPUs that no rank is bound to
- * (taken; the kernel also keeps only what the cgroup allows); none: no
- * move. */
-static int affinity_leave(const prt_job_t *job, const cpu_set_t *taken)
+ * (the kernel also keeps only what the cgroup allows); none: no move. */
+static int affinity_leave(const prt_job_t *job)
 {
     cpu_set_t rest;
     CPU_ZERO(&rest);
     for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &job->cpus_job) && !CPU_ISSET(c, taken))
+        if (CPU_ISSET(c, &job->cpus_job) && !CPU_ISSET(c, &job->cpus_taken))
             CPU_SET(c, &rest);
     return CPU_COUNT(&rest) > 0 &&
            pthread_setaffinity_np(pthread_self(), sizeof rest, &rest) == 0;
@@ -229,12 +229,11 @@ static int affinity_movable(const prt_job_t *job)
 
 int prt_affinity_spare_exists(const prt_job_t *job)
 {
-    cpu_set_t own, taken = job->cpus_taken;
+    cpu_set_t own;
     int yes;
     if (!affinity_movable(job) || pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0)
         return 0;
-    affinity_cohosts(job, &taken);
-    yes = affinity_leave(job, &taken);
+    yes = affinity_leave(job);
     if (yes)
         pthread_setaffinity_np(pthread_self(), sizeof own, &own);
     return yes;
@@ -346,16 +345,12 @@ static void affinity_text(const cpu_set_t *set, char *buf, size_t len)
 
 int prt_affinity_place(const prt_job_t *job, int slot, const char *what)
 {
-    cpu_set_t set, taken = job->cpus_taken;
+    cpu_set_t set;
     char text[64];
-    int base;
-    if (!affinity_movable(job))
-        return 0;
-    base = affinity_cohosts(job, &taken);
-    if (!affinity_leave(job, &taken))
+    if (!affinity_movable(job) || !affinity_leave(job))
         return 0;
     /* (a host's threads: 2 per rank, a progress thread and an engine) */
-    if (!affinity_spare(2 * base + slot, &taken, &job->cpus_own, &set) ||
+    if (!affinity_spare(2 * job->cpus_slot_base + slot, &job->cpus_taken, &job->cpus_own, &set) ||
         pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
         prt_log(PRT_LOG_INFO, "%s on the job's CPUs no rank of this host was bound to at "
                 "plait_init", what);

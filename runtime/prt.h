@@ -211,7 +211,9 @@ typedef struct prt_job {
     int       cpus_known;       /* cpus_taken holds the CPUs the host's ranks are bound to
                                  * (gathered only with PLAIT_THREAD_CPU=auto: with rank,
                                  * prt_affinity_place never moves a thread) */
-    cpu_set_t cpus_taken;       /* (prt_affinity_gather) */
+    cpu_set_t cpus_taken;       /* (prt_affinity_gather; with the other hosts' ranks where
+                                 * plaitrun's hosts share this machine) */
+    int       cpus_slot_base;   /* this host's first core slot among those hosts (0 alone) */
     cpu_set_t cpus_job;         /* the CPUs of the process that started this rank (likewise) */
     int       cpus_own_known;   /* cpus_own: this rank's CPUs at plait_init (prt_affinity_own) */
     cpu_set_t cpus_own;
