@@ -82,10 +82,13 @@ static int plr_bind_file_write(int fd, int next, int refs, const char *lines, co
 }
 
 /* The claim, record and release steps: each a read-modify-write of the
- * file under its lock. op 0 claims nranks slots (*first: where they start),
- * 1 appends the line extra, 2 releases a claim (the last one removes the
- * file). Returns 0, or -1 when the file could not be used. */
-static int plr_bind_update(const char *dir, const char *job, int op, int nranks,
+ * file under its lock. CLAIM takes nranks slots (*first: where they
+ * start), RECORD appends the line extra, RELEASE gives a claim back (the
+ * last one removes the file). Returns 0, or -1 when the file could not be
+ * used. */
+typedef enum { PLR_BIND_CLAIM, PLR_BIND_RECORD, PLR_BIND_RELEASE } plr_bind_op_t;
+
+static int plr_bind_update(const char *dir, const char *job, plr_bind_op_t op, int nranks,
                            const char *extra, int *first)
 {
     static char buf[PLR_BIND_FILE_MAX];   /* (the launcher is one thread here) */
@@ -99,10 +102,10 @@ static int plr_bind_update(const char *dir, const char *job, int op, int nranks,
         return -1;
     }
     lines = plr_bind_file_read(fd, buf, sizeof(buf), &next, &refs);
-    if (op == 0) {
+    if (op == PLR_BIND_CLAIM) {
         *first = next;
         rc = plr_bind_file_write(fd, next + nranks, refs + 1, lines, NULL);
-    } else if (op == 1) {
+    } else if (op == PLR_BIND_RECORD) {
         if (strlen(lines) + strlen(extra) + 64 < sizeof(buf))
             rc = plr_bind_file_write(fd, next, refs, lines, extra);
     } else if (refs <= 1) {   /* the last host of this machine leaves */
@@ -118,7 +121,7 @@ static int plr_bind_update(const char *dir, const char *job, int op, int nranks,
 int plr_bind_claim(const char *dir, const char *job, int nranks, bool *claimed)
 {
     int first = 0;
-    *claimed = plr_bind_update(dir, job, 0, nranks, NULL, &first) == 0;
+    *claimed = plr_bind_update(dir, job, PLR_BIND_CLAIM, nranks, NULL, &first) == 0;
     return *claimed ? first : 0;
 }
 
@@ -127,12 +130,12 @@ int plr_bind_record(const char *dir, const char *job, int first, const char *cpu
     char line[PLR_BIND_LINE_MAX];
     if (snprintf(line, sizeof(line), "%d %s\n", first, cpus) >= (int)sizeof(line))
         return -1;
-    return plr_bind_update(dir, job, 1, 0, line, NULL);
+    return plr_bind_update(dir, job, PLR_BIND_RECORD, 0, line, NULL);
 }
 
 void plr_bind_release(const char *dir, const char *job)
 {
-    plr_bind_update(dir, job, 2, 0, NULL, NULL);
+    plr_bind_update(dir, job, PLR_BIND_RELEASE, 0, NULL, NULL);
 }
 
 #ifdef PLAIT_HAVE_HWLOC

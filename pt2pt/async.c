@@ -119,18 +119,6 @@ static void async_sleep(ppt_state_t *s, int mode, uint32_t gen, long look_us)
     }
 }
 
-/* The thread on a spare core polls instead of sleeping between looks. A
- * look every 20 us saw a program that went computing only 20-40 us after
- * it did: every collective shorter than that (below about 1 MiB on one
- * host) was over, or waiting on its next round, before the thread drove,
- * and hid nothing. Here the thread reads the counters in a loop of pauses:
- * while someone else makes progress passes (the program in plait_wait, a
- * plait_test loop, a blocking call) it keeps off the lock; once nobody has
- * for PPT_ASYNC_QUIET_NS it drives, pass after pass, until the program is
- * back (its first pass shows in the counter) or nothing is in flight. The
- * core is one no rank of the host is bound to (runtime/affinity.c), so the
- * spinning costs the ranks nothing; with nothing in flight for
- * PPT_ASYNC_POLL_IDLE_NS it sleeps until the next start kicks it. */
 /* async_poll with nothing in flight: polls on, and after
  * PPT_ASYNC_POLL_IDLE_NS of it (*idle_ns: since when) sleeps until a start
  * kicks it. */
@@ -145,6 +133,18 @@ static void async_poll_idle(ppt_state_t *s, uint64_t *idle_ns, uint64_t now)
     prt_cpu_relax();
 }
 
+/* The thread on a spare core polls instead of sleeping between looks. A
+ * look every 20 us saw a program that went computing only 20-40 us after
+ * it did: every collective shorter than that (below about 1 MiB on one
+ * host) was over, or waiting on its next round, before the thread drove,
+ * and hid nothing. Here the thread reads the counters in a loop of pauses:
+ * while someone else makes progress passes (the program in plait_wait, a
+ * plait_test loop, a blocking call) it keeps off the lock; once nobody has
+ * for PPT_ASYNC_QUIET_NS it drives, pass after pass, until the program is
+ * back (its first pass shows in the counter) or nothing is in flight. The
+ * core is one no rank of the host is bound to (runtime/affinity.c), so the
+ * spinning costs the ranks nothing; with nothing in flight for
+ * PPT_ASYNC_POLL_IDLE_NS it sleeps until the next start kicks it. */
 static void async_poll(ppt_state_t *s)
 {
     uint64_t seen = atomic_load(&s->passes), quiet_ns = prt_now_ns(), idle_ns = 0,
