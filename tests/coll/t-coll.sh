@@ -138,7 +138,7 @@ if [ -x "$OVERLAP" ]; then
     PROG=$OVERLAP job "PLAIT_PROGRESS_THREAD=0: no progress outside plait calls (3 ranks)" \
         3 "$PLAIT_TIMEOUT" PLAIT_PROGRESS_THREAD=0 -- off
     # ranks bound to one CPU: the thread polls on a spare one (PLAIT_PROGRESS_POLL);
-    # churn: 300 allreduces started, computed beside for 0-60 us, waited on
+    # churn: 300 rounds of three collectives started, computed beside for 0-60 us, completed
     PROG=$OVERLAP job "progress thread polling on a spare CPU, and the churn (3 ranks)" \
         3 "$PLAIT_TIMEOUT" -- on selfbind churn
     PROG=$OVERLAP job "progress thread polling on a spare CPU, udp, and the churn (3 ranks)" \
