@@ -62,9 +62,7 @@ static int check_alltoallv(const char *fn, const pcoll_args_t *a, int n, int r)
 static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
 {
     const char *why;
-    int n, need_s, need_r, reduces = pcoll_is_reduction(a->coll);
-    PRT_CHECK(ppt_comm_check(comm, fn));
-    n = comm->size;
+    int n = comm->size, need_s, need_r, reduces = pcoll_is_reduction(a->coll);
     if ((a->es = plait_dtype_size(a->dt)) == 0)
         return prt_err(PLAIT_ERR_ARG, "%s: dt %d is not a plait_dtype_t", fn, (int)a->dt);
     if (reduces && (unsigned)a->op > PLAIT_AVG)
@@ -227,6 +225,27 @@ static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const p
     return pcoll_sched_start_locked(sc, fn, storage, r);
 }
 
+/* A call whose arguments fail the checks here (rc, its message set) starts
+ * nothing, but it counts as the communicator's next call all the same, and
+ * the other members hear of it (pt2pt/notice.c): those waiting in it fail
+ * at once quoting this rank's message, instead of waiting for its part for
+ * ever (PLAIT_TIMEOUT 0) or until the timeout. Counted, the call keeps this
+ * rank's later calls numbered as the others' are, and their messages'
+ * tags in step (where every rank refuses the call alike, every rank counts
+ * it). */
+static int coll_refuse(ppt_state_t *s, plait_comm_t comm, int rc)
+{
+    char why[256];
+    snprintf(why, sizeof why, "%s", prt_err_text());
+    pthread_mutex_lock(&s->lock);
+    comm->coll_calls++;
+    comm->coll_seq++;
+    if (comm->size > 1)
+        ppt_coll_notify_locked(s, comm, comm->coll_calls, why);
+    pthread_mutex_unlock(&s->lock);
+    return prt_err(rc, "%s", why);   /* (sending may have set another) */
+}
+
 /* A count of 0 (the same on every rank, as the API requires) moves nothing:
  * no rank sends, so none needs to wait; a non-blocking call gets a request
  * that is already complete. It still takes its number in the communicator's
@@ -286,7 +305,9 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     int rc;
     if (!(s = ppt_enter(&rc, fn)))
         return rc;
-    PRT_CHECK(coll_check(fn, comm, a));
+    PRT_CHECK(ppt_comm_check(comm, fn));
+    if ((rc = coll_check(fn, comm, a)) != PLAIT_OK)
+        return coll_refuse(s, comm, rc);
     comm->coll_calls++;   /* (one thread at a time per communicator: coll_nothing) */
     if (a->count == 0 && a->coll != PCOLL_ALLTOALLV)
         return coll_nothing(fn, comm, req);
@@ -321,8 +342,14 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
 
 static int coll_nb(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_request_t *req)
 {
-    if (!req)
-        return prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn);
+    if (!req) {
+        ppt_state_t *s;
+        int rc;
+        if (!(s = ppt_enter(&rc, fn)))
+            return rc;
+        PRT_CHECK(ppt_comm_check(comm, fn));
+        return coll_refuse(s, comm, prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn));
+    }
     *req = NULL;
     return coll_run(fn, comm, a, req);
 }

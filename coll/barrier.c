@@ -78,6 +78,7 @@ int plait_barrier(plait_comm_t comm)
         return rc;
     PRT_CHECK(ppt_comm_check(comm, "plait_barrier"));
     pthread_mutex_lock(&s->lock);
+    comm->coll_calls++;   /* (a peer's refusal names calls by this count: pt2pt/notice.c) */
     if (pcoll_area_use_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER}, "plait_barrier",
                               &rc)) {   /* flags on the shared area (coll/shm_small.c) */
         if (rc == PLAIT_OK)

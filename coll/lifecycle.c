@@ -41,6 +41,7 @@ int plait_finalize(void)
         brc = ppt_quiesce_locked(s, s->cfg.timeout_s > 0 ? s->cfg.timeout_s : 30);
     if (brc == PLAIT_OK)   /* every rank's sends are in by now */
         ppt_report_unreceived_locked(s);
+    ppt_notice_sweep_locked(s, 1);
     ppt_report_requests(s);
     pthread_mutex_unlock(&s->lock);
     rc = ppt_fini();

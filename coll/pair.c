@@ -77,6 +77,10 @@ static int pair_xchg(ppt_state_t *s, plait_comm_t comm, const char *fn, uint32_t
         (rc = ppt_isend_flags_locked(s, comm, comm->cmq, sbuf, slen, peer, tag,
                                      rr ? PPT_SEND_XCHG : 0, &sr)) != PLAIT_OK)
         sr = NULL;
+    if (rr)   /* (the peer's refusal of this call ends the waits: pt2pt/notice.c) */
+        rr->call = comm->coll_calls;
+    if (sr)
+        sr->call = comm->coll_calls;
     /* A finished transfer's own status decides (a truncation is a count
      * mismatch), else the wait's timeout or dead-peer error. Like a schedule
      * round, the send is waited for even after a mismatched receive (the

@@ -446,6 +446,8 @@ static int sched_progress(plait_request_t req)
     pcoll_sched_t *sc = req->coll;
     while (sc->round < sc->nrounds) {
         int rc = sched_round_status(sc, req->what);
+        if (rc == 1 && sc->comm->cmq && sc->comm->cmq->notices)   /* a peer refused it? */
+            rc = ppt_coll_noticed(sc->comm, req->call) == PLAIT_OK ? 1 : PLAIT_ERR_ARG;
         if (rc == 1)
             return 0;
         sched_drop_xfer(sc, xfer_cur_end(sc));
@@ -555,6 +557,7 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
     req->destroy = sched_destroy;
     req->check_peers = sched_check_peers;
     req->wait_peers = sched_wait_peers;
+    req->call = sc->tag_set ? 0 : sc->comm->coll_calls;   /* (finalize's barrier: none) */
     if (!sc->tag_set)
         sc->tag = pcoll_next_tag(sc->comm, sc->sig);
     /* A non-blocking schedule's messages inside a host go eagerly up to the

@@ -61,6 +61,8 @@ void ppt_mq_fini(ppt_mq_t *mq)
             free(mq->bins.vals[i]);
     if (mq->bins.cap)
         prt_map_fini(&mq->bins);
+    free(mq->notices);
+    mq->notices = NULL;
 }
 
 static void req_link(plait_request_t *head, plait_request_t *tail, plait_request_t req)

@@ -112,6 +112,9 @@ struct plait_request {
     void           (*wait_peers)(struct plait_request *req, char *out, size_t len);
     void            *coll;
     const char      *what;          /* for timeout messages: "plait_barrier" ... */
+    uint32_t         call;          /* a collective call's wait: that call's number
+                                     * (plait_comm.coll_calls), which a peer's refusal
+                                     * names (notice.c); 0: none */
 };
 
 /* ------------------------------------------------------- matching queues */
@@ -147,6 +150,9 @@ struct ppt_mq {
     ppt_bin_t      *last_bin;                   /* the last one looked up (most traffic */
     int             last_src;                   /* comes from the same source), or NULL */
     uint64_t        post_seq;                   /* receives posted so far */
+    struct ppt_notice *notices;                 /* collective context: the peers' refusals
+                                                 * that came (notice.c), or NULL */
+    unsigned        notice_next;
 };
 
 /* ---------------------------------------------------------- communicators */
@@ -163,6 +169,7 @@ struct ppt_mq {
 #define PPT_TAG_LIFE_H   127u
 #define PPT_TAG_CONSTRUCT(seq) ((int)(PPT_TAG_LIFE_H << 24 | ((seq) & 0x7fffffu)))
 #define PPT_TAG_FINALIZE ((int)(PPT_TAG_LIFE_H << 24 | 0x800000u))
+#define PPT_TAG_NOTICE   ((int)(PPT_TAG_LIFE_H << 24 | 0x800001u))   /* notice.c */
 
 struct plait_comm {
     uint32_t     magic;
@@ -264,6 +271,7 @@ typedef struct ppt_state {
     _Atomic int      nb_inflight;    /* non-blocking collectives in coll_head (likewise) */
     _Atomic int      waiters;        /* program threads inside a wait loop: the polling
                                       * thread keeps off the lock (async_poll) */
+    struct ppt_notice_tx *notice_tx; /* refusals on their way to the peers (notice.c) */
 } ppt_state_t;
 
 /* The library instance between plait_init and plait_finalize, else NULL. */
@@ -330,6 +338,17 @@ int  ppt_peer_alive(ppt_state_t *s, int world);
 /* Before teardown: pushes every queued frame and every transport's unsent
  * bytes out, so peers still get what this process sent last. */
 int  ppt_quiesce_locked(ppt_state_t *s, double timeout_s);
+
+/* notice.c: a collective call this rank refused (bad arguments) is refused by
+ * the others too, instead of leaving them waiting for its part. */
+/* Tells every other member that this rank refused call `call` of comm, why. */
+void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, const char *why);
+/* A peer's notice that reached this rank (rx_eager: tag PPT_TAG_NOTICE). */
+void ppt_notice_rx(ppt_mq_t *mq, int src, const void *payload, size_t len);
+/* PLAIT_ERR_ARG, quoting the peer, if a peer refused call `call` of comm. */
+int  ppt_coll_noticed(plait_comm_t comm, uint32_t call);
+/* Frees the notices sent (all: at finalize, whatever their state). */
+void ppt_notice_sweep_locked(ppt_state_t *s, int all);
 
 /* match.c */
 int  ppt_mq_post(ppt_mq_t *mq, plait_request_t req);

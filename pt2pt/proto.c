@@ -577,6 +577,10 @@ static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
     }
     if (!mq)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for a matching queue");
+    if (h->tag == PPT_TAG_NOTICE && (h->ctx & 1)) {   /* a peer refused a collective call */
+        ppt_notice_rx(mq, h->src, payload, h->len);
+        return PLAIT_OK;
+    }
     if ((r = ppt_mq_match_posted(mq, h->src, h->tag)) != NULL) {
         recv_copy(s, r, h->src, h->tag, payload, h->len);
         return PLAIT_OK;

@@ -141,4 +141,8 @@ OK="library threads" PROG=$B/tests/coll/progress_cpu MODE=$spare job "2 hosts x 
 # bound ranks: each host's progress thread polls on a core its ranks left
 PROG=$B/tests/coll/coll_overlap MODE="on churn" job "2 hosts x 1 rank bound, polling progress thread, churn" \
     --host h1:1,h2:1 --bind-to core --
+# one rank refuses a call (a bad argument): with no PLAIT_TIMEOUT the others,
+# on both hosts, fail at once naming it (pt2pt/notice.c) instead of waiting
+OK="coll_refuse: ok" PROG=$B/tests/coll/coll_refuse MODE=" " job "2 hosts x 2 ranks, one rank refuses a call: the others fail at once" \
+    --host h1:2,h2:2 -- PLAIT_TIMEOUT=0
 exit $((failures > 0))

@@ -204,6 +204,19 @@ if [ -x "$ZERO" ]; then
             3 5 PLAIT_TRANSPORT=udp -- "$c" nb
     done
 fi
+# One rank refuses a call (a bad argument), the others pass good ones: with no
+# PLAIT_TIMEOUT they must fail at once, naming that rank and its reason
+# (pt2pt/notice.c), instead of waiting for ever; the library stays usable.
+REFUSE=$B/tests/coll/coll_refuse
+if [ -x "$REFUSE" ]; then
+    PROG=$REFUSE job "one rank refuses a call: the others fail at once naming it, no timeout (4 ranks)" \
+        4 0 --
+    PROG=$REFUSE job "one rank refuses a call: direct exchange of two ranks, no timeout" 2 0 --
+    PROG=$REFUSE job "one rank refuses a call: udp, plait_test loops, no timeout (3 ranks)" \
+        3 0 PLAIT_TRANSPORT=udp -- test
+    PROG=$REFUSE job "one rank refuses a call: message schedules only, no timeout (5 ranks)" \
+        5 0 PLAIT_COLL_SHM_SMALL=0 --
+fi
 # Blocked calls go to sleep at once: area waits end on the bell's futex wake.
 job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \
     PLAIT_WAIT_SPIN_US=0 PLAIT_WAIT_YIELD_US=0 PLAIT_TEST_QUICK=1 -- suite reduced

@@ -1,0 +1,135 @@
+/*
+ * notice.c -- a collective call that one rank refuses is refused by all.
+ *
+ * Why: a collective call whose arguments fail the checks on one rank only
+ * (a root out of range, a NULL buffer) returns PLAIT_ERR_ARG there at once,
+ * while the other ranks wait for that rank's part. With PLAIT_TIMEOUT at 0
+ * (the default) they waited for ever; with a timeout they reported it
+ * without the cause, often naming a partner stuck behind the real one.
+ *
+ * How: the refusing rank sends each other member of the communicator a
+ * NOTICE, an eager message on the collective context with the reserved tag
+ * PPT_TAG_NOTICE: the call's number in the communicator's count of
+ * collective calls (plait_comm.coll_calls, which the refusing rank counts
+ * too, so every rank numbers its later calls alike) and the refusal's text.
+ * A notice never joins the matching queues: rx_eager hands it here on
+ * arrival, into a small per-context ring (ppt_notice_rx). A wait inside a
+ * collective looks at the ring with its dead-peer checks (every 100 ms, see
+ * request.c wait_check_peers and coll/shm_small.c area_alive) and fails with
+ * PLAIT_ERR_ARG naming the rank and quoting its refusal when a notice names
+ * the call it waits in (request.call; 0: not a collective call's wait).
+ * Notices of calls this rank finished, or refused itself (every rank refuses
+ * the same bad call when all pass the same argument), name no waiting call
+ * and are overwritten in the ring later; nothing of them stays queued.
+ *
+ * Nothing on the wire is trusted: a notice shorter than its call number is
+ * dropped, its text is cut to PPT_NOTICE_TEXT bytes and anything but
+ * printable ASCII in it becomes '?'; its source is checked against the
+ * communicator when a wait reads it.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pt2pt/ppt.h"
+
+#define PPT_NOTICE_RING 4     /* notices kept per context (the latest) */
+#define PPT_NOTICE_TEXT 240   /* bytes of the refusal's text sent */
+
+typedef struct ppt_notice {
+    uint32_t call;   /* 0: empty */
+    int      src;    /* sender's rank in the communicator */
+    char     why[PPT_NOTICE_TEXT + 1];
+} ppt_notice_t;
+
+/* A notice on its way: its send request lives here (storage: neither
+ * counted as the caller's nor freed by ppt_req_free), the payload after it. */
+typedef struct ppt_notice_tx {
+    struct ppt_notice_tx *next;
+    struct plait_request  req;
+    size_t                len;
+    unsigned char         buf[sizeof(uint32_t) + PPT_NOTICE_TEXT];
+} ppt_notice_tx_t;
+
+/* Frees the notices sent (every one when all: at finalize, after the last
+ * frames went out; one still unsent then is left to the process's end). */
+void ppt_notice_sweep_locked(ppt_state_t *s, int all)
+{
+    ppt_notice_tx_t **pp = &s->notice_tx;
+    while (*pp) {
+        ppt_notice_tx_t *n = *pp;
+        if (!atomic_load(&n->req.done) && !all) {
+            pp = &n->next;
+            continue;
+        }
+        *pp = n->next;
+        if (atomic_load(&n->req.done)) {
+            ppt_req_free(&n->req);
+            free(n);
+        }
+    }
+}
+
+void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, const char *why)
+{
+    size_t tlen = strnlen(why, PPT_NOTICE_TEXT);
+    ppt_notice_sweep_locked(s, 0);
+    for (int p = 0; p < comm->size; p++) {
+        ppt_notice_tx_t *n;
+        plait_request_t r;
+        if (p == comm->rank || !(n = calloc(1, sizeof *n)))
+            continue;   /* (best effort: without memory the others wait as before) */
+        memcpy(n->buf, &call, sizeof call);
+        memcpy(n->buf + sizeof call, why, tlen);
+        n->len = sizeof call + tlen;
+        r = &n->req;
+        if (ppt_isend_locked(s, comm, comm->cmq, n->buf, n->len, p, PPT_TAG_NOTICE, &r) !=
+            PLAIT_OK) {
+            free(n);
+            continue;
+        }
+        n->next = s->notice_tx;
+        s->notice_tx = n;
+    }
+}
+
+void ppt_notice_rx(ppt_mq_t *mq, int src, const void *payload, size_t len)
+{
+    ppt_notice_t *e;
+    uint32_t call;
+    size_t tlen;
+    if (len < sizeof call || src < 0)
+        return;
+    memcpy(&call, payload, sizeof call);
+    if (call == 0)
+        return;
+    if (!mq->notices && !(mq->notices = calloc(PPT_NOTICE_RING, sizeof *mq->notices)))
+        return;
+    e = &mq->notices[mq->notice_next++ % PPT_NOTICE_RING];
+    tlen = len - sizeof call < PPT_NOTICE_TEXT ? len - sizeof call : PPT_NOTICE_TEXT;
+    memcpy(e->why, (const char *)payload + sizeof call, tlen);
+    e->why[tlen] = '\0';
+    for (size_t i = 0; i < tlen; i++)
+        if (e->why[i] < 0x20 || e->why[i] > 0x7e)
+            e->why[i] = '?';
+    e->call = call;
+    e->src = src;
+}
+
+int ppt_coll_noticed(plait_comm_t comm, uint32_t call)
+{
+    ppt_mq_t *mq = comm->cmq;
+    char cb[112];
+    if (!call || !mq || !mq->notices)
+        return PLAIT_OK;
+    for (int i = 0; i < PPT_NOTICE_RING; i++) {
+        const ppt_notice_t *e = &mq->notices[i];
+        if (e->call != call || e->src >= comm->size || e->src == comm->rank)
+            continue;
+        return prt_err(PLAIT_ERR_ARG, "rank %d of communicator %s refused this call (its "
+                       "collective call %u there): \"%s\"", e->src,
+                       ppt_comm_label(comm, cb, sizeof cb), call, e->why);
+    }
+    return PLAIT_OK;
+}

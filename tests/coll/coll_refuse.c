@@ -1,0 +1,169 @@
+/*
+ * coll_refuse.c -- one rank refuses a collective call (its arguments fail the
+ * checks), the others pass good ones: they must not wait for its part.
+ *
+ * Run with PLAIT_TIMEOUT=0 (no limit): before pt2pt/notice.c the other ranks
+ * of every case below but bcast waited for ever. Each case runs on a fresh
+ * duplicate of the world (the refused call may leave that communicator's
+ * collectives out of step, USER-GUIDE); the last rank L makes the bad call:
+ *
+ *   allreduce  16 int32, L's sendbuf NULL      (shared area inside a host)
+ *   big        65536 int32, L's op invalid     (messages / direct reads)
+ *   allgather  L's recvbuf NULL
+ *   alltoall   L's datatype invalid
+ *   gather     to root 0, L's root -1          (the root must hear of it)
+ *   bcast      from root 0, L's root out of range (L is needed or not: the
+ *              others may complete)
+ *   iallreduce non-blocking, L's req NULL; the others complete it with
+ *              plait_wait, or with a plait_test loop ("test")
+ *
+ * L must get PLAIT_ERR_ARG naming its own argument. Every other rank that
+ * needs L must get PLAIT_ERR_ARG whose text names rank L and quotes L's
+ * message; the others may get PLAIT_OK. Then an allreduce of seeded random
+ * data on the world (never refused) must match a local reference: the
+ * library stays usable. Exit 0 when all held. Written against plait.h only;
+ * run by t-coll.sh.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plait.h"
+
+#define SMALL 16
+#define BIG   65536
+
+static int me, np, failures;
+
+#define FAIL(...) do { fprintf(stderr, "rank %d: FAIL: ", me); fprintf(stderr, __VA_ARGS__); \
+                       fputc('\n', stderr); failures++; } while (0)
+
+/* One case's call on this rank; bad: this rank is L. */
+static int call(const char *kind, int bad, plait_comm_t c, int test_loop, int *in, int *out)
+{
+    plait_request_t q = NULL;
+    int rc, done = 0;
+    if (!strcmp(kind, "allreduce"))
+        return plait_allreduce(bad ? NULL : in, out, SMALL, PLAIT_INT32, PLAIT_SUM, c);
+    if (!strcmp(kind, "big"))
+        return plait_allreduce(in, out, BIG, PLAIT_INT32, bad ? (plait_op_t)77 : PLAIT_SUM, c);
+    if (!strcmp(kind, "allgather"))
+        return plait_allgather(in, bad ? NULL : out, SMALL, PLAIT_INT32, c);
+    if (!strcmp(kind, "alltoall"))
+        return plait_alltoall(in, out, SMALL, bad ? (plait_dtype_t)42 : PLAIT_INT32, c);
+    if (!strcmp(kind, "gather"))
+        return plait_gather(in, out, SMALL, PLAIT_INT32, bad ? -1 : 0, c);
+    if (!strcmp(kind, "bcast"))
+        return plait_bcast(out, SMALL, PLAIT_INT32, bad ? np + 5 : 0, c);
+    rc = plait_iallreduce(in, out, SMALL, PLAIT_INT32, PLAIT_SUM, c, bad ? NULL : &q);
+    if (rc != PLAIT_OK || !test_loop)
+        return rc == PLAIT_OK ? plait_wait(&q, NULL) : rc;
+    while (rc == PLAIT_OK && !done)
+        rc = plait_test(&q, &done, NULL);
+    return rc;
+}
+
+/* The word L's own error must name. */
+static const char *bad_word(const char *kind)
+{
+    return !strcmp(kind, "allreduce") ? "sendbuf" : !strcmp(kind, "big") ? "op"
+         : !strcmp(kind, "allgather") ? "recvbuf" : !strcmp(kind, "alltoall") ? "dt"
+         : !strcmp(kind, "gather") || !strcmp(kind, "bcast") ? "root" : "req";
+}
+
+static void one_case(const char *kind, int test_loop)
+{
+    int last = np - 1, bad = me == last, rc, needs_last;
+    int *in = malloc(sizeof(int) * (size_t)BIG * (size_t)np);
+    int *out = malloc(sizeof(int) * (size_t)BIG * (size_t)np);
+    plait_comm_t c;
+    double t0;
+    char want[32];
+    if (!in || !out || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
+        FAIL("%s: setup: %s", kind, plait_last_error());
+        exit(1);
+    }
+    for (int i = 0; i < BIG * np; i++)
+        in[i] = i % 97;
+    memset(out, 0xA5, sizeof(int) * (size_t)BIG * (size_t)np);
+    t0 = plait_wtime();
+    rc = call(kind, bad, c, test_loop, in, out);
+    needs_last = strcmp(kind, "bcast") && (strcmp(kind, "gather") || me == 0);
+    fprintf(stderr, "rank %d: %s%s -> %s after %.2f s: %s\n", me, kind, test_loop ? " (test loop)"
+            : "", plait_strerror(rc), plait_wtime() - t0, rc ? plait_last_error() : "");
+    snprintf(want, sizeof want, "rank %d ", last);
+    if (bad) {
+        if (rc != PLAIT_ERR_ARG || !strstr(plait_last_error(), bad_word(kind)))
+            FAIL("%s: the refusing rank got %d '%s', expected PLAIT_ERR_ARG naming %s", kind, rc,
+                 plait_last_error(), bad_word(kind));
+    } else if (rc == PLAIT_ERR_ARG) {
+        if (!strstr(plait_last_error(), want) || !strstr(plait_last_error(), "refused") ||
+            !strstr(plait_last_error(), bad_word(kind)))
+            FAIL("%s: '%s' does not name rank %d's refusal and its reason", kind,
+                 plait_last_error(), last);
+    } else if (rc != PLAIT_OK || needs_last) {
+        FAIL("%s: got %d (%s), expected PLAIT_ERR_ARG%s", kind, rc, plait_strerror(rc),
+             needs_last ? "" : " or PLAIT_OK");
+    }
+    free(in);
+    free(out);
+    /* (c's collectives may be out of step: no more calls on it) */
+    if (plait_comm_free(&c) != PLAIT_OK)
+        FAIL("%s: comm_free: %s", kind, plait_last_error());
+}
+
+/* A correct allreduce on the world afterwards, against a local reference. */
+static void still_usable(unsigned seed)
+{
+    int in[SMALL * 4], out[SMALL * 4];
+    for (int i = 0; i < SMALL * 4; i++) {
+        in[i] = (int)((seed * 2654435761u + (unsigned)me * 40503u + (unsigned)i * 977u) % 1000);
+        out[i] = -77;
+    }
+    if (plait_allreduce(in, out, SMALL * 4, PLAIT_INT32, PLAIT_SUM, plait_comm_world()) != PLAIT_OK) {
+        FAIL("allreduce afterwards: %s", plait_last_error());
+        return;
+    }
+    for (int i = 0; i < SMALL * 4; i++) {
+        long want = 0;
+        for (int r = 0; r < np; r++)
+            want += (long)((seed * 2654435761u + (unsigned)r * 40503u + (unsigned)i * 977u) % 1000);
+        if (out[i] != want) {
+            FAIL("allreduce afterwards: element %d is %d, expected %ld (seed %u)", i, out[i], want,
+                 seed);
+            return;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const char *all[] = {"allreduce", "big", "allgather", "alltoall", "gather", "bcast",
+                                "iallreduce"};
+    const char *s = getenv("PLAIT_TEST_SEED");
+    unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : 20261128u;
+    int test_loop = argc > 1 && !strcmp(argv[1], "test");
+    if (plait_init() != PLAIT_OK) {
+        fprintf(stderr, "plait_init: %s\n", plait_last_error());
+        return 1;
+    }
+    plait_comm_rank(plait_comm_world(), &me);
+    plait_comm_size(plait_comm_world(), &np);
+    if (me == 0)
+        printf("coll_refuse: %d ranks, seed %u%s\n", np, seed, test_loop ? ", test loops" : "");
+    if (np < 2) {
+        fprintf(stderr, "coll_refuse wants 2 or more ranks\n");
+        plait_finalize();
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        if (!test_loop || !strcmp(all[k], "iallreduce"))
+            one_case(all[k], test_loop);
+    still_usable(seed);
+    if (plait_finalize() != PLAIT_OK) {
+        FAIL("finalize: %s", plait_last_error());
+    }
+    if (me == 0 && !failures)
+        printf("coll_refuse: ok\n");
+    return failures ? 1 : 0;
+}
