@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "pt2pt/ppt.h"
 #include "tests/unit/tap.h"
@@ -59,6 +60,68 @@ static void umsg_keep(void)
     ppt_umsg_drain(s);
     TAP_OK(s->umsg_keep == NULL && s->umsg_kept == 0, "umsg: drained at finalize");
     free(s);
+}
+
+/* A collective call's refusal notice (pt2pt/notice.c), fed by hand. */
+static size_t notice(unsigned char *buf, uint32_t call, const char *why)
+{
+    memcpy(buf, &call, sizeof call);
+    memcpy(buf + sizeof call, why, strlen(why));
+    return sizeof call + strlen(why);
+}
+
+static int printable(const char *s)
+{
+    for (; *s; s++)
+        if (*s < 0x20 || *s > 0x7e)
+            return 0;
+    return 1;
+}
+
+static void notices(void)
+{
+    ppt_mq_t cmq = {.ctx = 0x41};
+    int world_of[4] = {0, 1, 2, 3};
+    struct plait_comm c = {.rank = 0, .size = 4, .world_of = world_of, .ctx = 0x40, .cmq = &cmq};
+    unsigned char buf[600];
+    unsigned seed = 20261128u;
+    int bad = 0;
+    TAP_OK(ppt_coll_noticed(&c, 5) == PLAIT_OK, "notice: none came, nothing refused");
+    ppt_notice_rx(&cmq, 2, buf, notice(buf, 5, "plait_bcast: root 9 is out of range"));
+    TAP_OK(ppt_coll_noticed(&c, 5) == PLAIT_ERR_ARG && strstr(plait_last_error(), "rank 2 ") &&
+           strstr(plait_last_error(), "root 9 is out of range"),
+           "notice: call 5 refused, naming rank 2 and quoting it ('%s')", plait_last_error());
+    TAP_OK(ppt_coll_noticed(&c, 4) == PLAIT_OK && ppt_coll_noticed(&c, 6) == PLAIT_OK &&
+           ppt_coll_noticed(&c, 0) == PLAIT_OK, "notice: other calls (and 0, none) unaffected");
+    ppt_notice_rx(&cmq, 1, buf, notice(buf, 0, "call zero"));
+    ppt_notice_rx(&cmq, 1, buf, 3);
+    ppt_notice_rx(&cmq, 0, buf, notice(buf, 7, "from this rank itself"));
+    ppt_notice_rx(&cmq, 9, buf, notice(buf, 8, "from no member"));
+    ppt_notice_rx(&cmq, -1, buf, notice(buf, 8, "negative source"));
+    TAP_OK(ppt_coll_noticed(&c, 7) == PLAIT_OK && ppt_coll_noticed(&c, 8) == PLAIT_OK,
+           "notice: call 0, a short one, this rank's own and a non-member's are ignored");
+    for (uint32_t k = 10; k < 14; k++)
+        ppt_notice_rx(&cmq, 3, buf, notice(buf, k, "later"));
+    TAP_OK(ppt_coll_noticed(&c, 5) == PLAIT_OK && ppt_coll_noticed(&c, 13) == PLAIT_ERR_ARG,
+           "notice: the ring keeps the latest four");
+    /* random payloads: whatever comes, the message stays short and printable */
+    for (int i = 0; i < 5000; i++) {
+        size_t len = (size_t)(rand_r(&seed) % 400);
+        int src = rand_r(&seed) % 8 - 2;
+        uint32_t call = (uint32_t)(rand_r(&seed) % 6);
+        for (size_t j = 0; j < len; j++)
+            buf[j] = (unsigned char)rand_r(&seed);
+        if (len >= sizeof call)
+            memcpy(buf, &call, sizeof call);
+        ppt_notice_rx(&cmq, src, buf, len);
+        if (ppt_coll_noticed(&c, call) != PLAIT_OK &&
+            (strlen(plait_last_error()) > 500 || !printable(plait_last_error())))
+            bad++;
+    }
+    TAP_OK(bad == 0, "notice: 5000 random payloads (seed 20261128), messages bounded and "
+           "printable (%d not)", bad);
+    ppt_mq_fini(&cmq);
+    TAP_OK(cmq.notices == NULL, "notice: ring freed with its context");
 }
 
 int main(void)
@@ -123,5 +186,6 @@ int main(void)
         free(u);
     ppt_mq_fini(&mq);
     umsg_keep();
+    notices();
     return tap_done();
 }
