@@ -235,15 +235,12 @@ static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const p
  * it). */
 static int coll_refuse(ppt_state_t *s, plait_comm_t comm, int rc)
 {
-    char why[256];
-    snprintf(why, sizeof why, "%s", prt_err_text());
     pthread_mutex_lock(&s->lock);
     comm->coll_calls++;
     comm->coll_seq++;
-    if (comm->size > 1)
-        ppt_coll_notify_locked(s, comm, comm->coll_calls, why);
+    pcoll_fail_tell_locked(s, comm, comm->coll_calls, rc);
     pthread_mutex_unlock(&s->lock);
-    return prt_err(rc, "%s", why);   /* (sending may have set another) */
+    return rc;
 }
 
 /* A count of 0 (the same on every rank, as the API requires) moves nothing:
@@ -335,6 +332,8 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     } else {
         rc = coll_run_sched_locked(fn, s, comm, a);
     }
+    if (rc != PLAIT_OK)   /* a mismatch seen here: the others may wait for this rank */
+        pcoll_fail_tell_locked(s, comm, comm->coll_calls, rc);
     pthread_mutex_unlock(&s->lock);
     pcoll_pool_put(avg16, avg16_cap);   /* the call is over: no peer reads it any more */
     return rc;

@@ -440,24 +440,29 @@ static int sched_round_status(pcoll_sched_t *sc, const char *what)
     return rc;
 }
 
-/* Advances as many rounds as have completed; completes req at the end. */
+/* Advances as many rounds as have completed; completes req at the end.
+ * A failed call completes at once and leaves its unfinished transfers to
+ * sched_destroy, when its owner frees it: withdrawing a send may wait, making
+ * progress passes, and a pass made from inside this one would run this
+ * schedule again (and walk the list of collectives this pass walks). */
 static int sched_progress(plait_request_t req)
 {
     pcoll_sched_t *sc = req->coll;
     while (sc->round < sc->nrounds) {
         int rc = sched_round_status(sc, req->what);
-        if (rc == 1 && sc->comm->cmq && sc->comm->cmq->notices)   /* a peer refused it? */
+        if (rc == 1 && sc->comm->cmq && sc->comm->cmq->notices)   /* a peer failed it? */
             rc = ppt_coll_noticed(sc->comm, req->call) == PLAIT_OK ? 1 : PLAIT_ERR_ARG;
         if (rc == 1)
             return 0;
-        sched_drop_xfer(sc, xfer_cur_end(sc));
-        if (rc == PLAIT_OK)
+        if (rc == PLAIT_OK) {
+            sched_drop_xfer(sc, xfer_cur_end(sc));   /* (all done: no withdrawal waits) */
             rc = sched_run_locals(sc);
+        }
         if (rc == PLAIT_OK && ++sc->round < sc->nrounds)
             rc = sched_post_ahead(sc);
         if (rc != PLAIT_OK) {
-            sched_drop_xfer(sc, sc->xfer_hi);   /* rounds posted ahead, too */
             sc->round = sc->nrounds;
+            pcoll_fail_tell_locked(sc->s, sc->comm, req->call, rc);   /* (0: not a call's) */
             ppt_req_complete(sc->s, req, rc);
             return 1;
         }

@@ -158,3 +158,20 @@ int pcoll_xfer_check(plait_request_t r, int is_recv, size_t want, int peer, cons
                        "ranks passed different counts or roots", fn, peer, r->st.bytes, want);
     return PLAIT_OK;
 }
+
+/* A collective call that failed here for a cause of its own -- its
+ * arguments, a mismatch it saw (a truncated or short message, another
+ * call's data in the shared area), no memory -- tells the other members
+ * (pt2pt/notice.c), who may be waiting for its part. Not a timeout or a dead
+ * peer, which the others see for themselves, nor a failure a peer's notice
+ * caused (ppt_coll_notify_locked sends one per call at most). The error
+ * stays this thread's last. */
+void pcoll_fail_tell_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, int rc)
+{
+    char why[256];
+    if (rc != PLAIT_ERR_ARG && rc != PLAIT_ERR_TRUNCATE && rc != PLAIT_ERR_NOMEM)
+        return;
+    snprintf(why, sizeof why, "%s", prt_err_text());
+    ppt_coll_notify_locked(s, comm, call, why);
+    prt_err(rc, "%s", why);
+}

@@ -74,6 +74,9 @@ void ppt_notice_sweep_locked(ppt_state_t *s, int all)
 void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, const char *why)
 {
     size_t tlen = strnlen(why, PPT_NOTICE_TEXT);
+    if (comm->size < 2 || !call || comm->coll_told == call)
+        return;
+    comm->coll_told = call;
     ppt_notice_sweep_locked(s, 0);
     for (int p = 0; p < comm->size; p++) {
         ppt_notice_tx_t *n;
@@ -127,7 +130,8 @@ int ppt_coll_noticed(plait_comm_t comm, uint32_t call)
         const ppt_notice_t *e = &mq->notices[i];
         if (e->call != call || e->src >= comm->size || e->src == comm->rank)
             continue;
-        return prt_err(PLAIT_ERR_ARG, "rank %d of communicator %s refused this call (its "
+        comm->coll_told = call;   /* (failing on it, this rank does not echo it) */
+        return prt_err(PLAIT_ERR_ARG, "rank %d of communicator %s failed this call (its "
                        "collective call %u there): \"%s\"", e->src,
                        ppt_comm_label(comm, cb, sizeof cb), call, e->why);
     }

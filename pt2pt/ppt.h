@@ -180,6 +180,9 @@ struct plait_comm {
     uint32_t     coll_seq;          /* collectives started so far (tags of internal traffic) */
     uint32_t     coll_calls;        /* collective calls made on it, every kind and path (the
                                      * shared area checks that slots it reads are of this call) */
+    uint32_t     coll_told;         /* the last call whose failure the members heard of from
+                                     * this rank, or that failed here on a peer's notice
+                                     * (notice.c): one notice per call, no echoes */
     ppt_mq_t    *mq, *cmq;
     char         name[32];
     struct plait_comm *all_next;

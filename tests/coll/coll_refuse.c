@@ -17,7 +17,13 @@
  *   iallreduce non-blocking, L's req NULL; the others complete it with
  *              plait_wait, or with a plait_test loop ("test")
  *
- * L must get PLAIT_ERR_ARG naming its own argument. Every other rank that
+ * "mismatch": no rank refuses, but L passes twice the others' count (a
+ * mismatch only the transfers show) to allreduce, allgather, alltoall and
+ * bcast of 64K-256K elements: every rank must return PLAIT_OK or
+ * PLAIT_ERR_ARG (a rank that saw the mismatch tells the others), L must
+ * fail, and none may wait for ever.
+ *
+ * Otherwise L must get PLAIT_ERR_ARG naming its own argument. Every other rank that
  * needs L must get PLAIT_ERR_ARG whose text names rank L and quotes L's
  * message; the others may get PLAIT_OK. Then an allreduce of seeded random
  * data on the world (never refused) must match a local reference: the
@@ -97,7 +103,7 @@ static void one_case(const char *kind, int test_loop)
             FAIL("%s: the refusing rank got %d '%s', expected PLAIT_ERR_ARG naming %s", kind, rc,
                  plait_last_error(), bad_word(kind));
     } else if (rc == PLAIT_ERR_ARG) {
-        if (!strstr(plait_last_error(), want) || !strstr(plait_last_error(), "refused") ||
+        if (!strstr(plait_last_error(), want) || !strstr(plait_last_error(), "failed this call") ||
             !strstr(plait_last_error(), bad_word(kind)))
             FAIL("%s: '%s' does not name rank %d's refusal and its reason", kind,
                  plait_last_error(), last);
@@ -108,6 +114,38 @@ static void one_case(const char *kind, int test_loop)
     free(in);
     free(out);
     /* (c's collectives may be out of step: no more calls on it) */
+    if (plait_comm_free(&c) != PLAIT_OK)
+        FAIL("%s: comm_free: %s", kind, plait_last_error());
+}
+
+/* L passes twice the count: the transfers show it (truncated or short
+ * messages), the rank that sees it tells the others. */
+static void mismatch_case(const char *kind)
+{
+    int last = np - 1, rc;
+    size_t n = (size_t)BIG * (me == last ? 2 : 1), cap = (size_t)BIG * 2 * (size_t)np;
+    int *in = calloc(cap, sizeof(int)), *out = malloc(cap * sizeof(int));
+    plait_comm_t c;
+    double t0;
+    if (!in || !out || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
+        FAIL("%s: setup: %s", kind, plait_last_error());
+        exit(1);
+    }
+    memset(out, 0xA5, cap * sizeof(int));
+    t0 = plait_wtime();
+    rc = !strcmp(kind, "allreduce") ? plait_allreduce(in, out, n, PLAIT_INT32, PLAIT_SUM, c)
+       : !strcmp(kind, "allgather") ? plait_allgather(in, out, n / 4, PLAIT_INT32, c)
+       : !strcmp(kind, "alltoall") ? plait_alltoall(in, out, n / (size_t)np, PLAIT_INT32, c)
+       : plait_bcast(me == 0 ? in : out, n, PLAIT_INT32, 0, c);
+    fprintf(stderr, "rank %d: mismatched %s -> %s after %.2f s: %s\n", me, kind,
+            plait_strerror(rc), plait_wtime() - t0, rc ? plait_last_error() : "");
+    if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG)
+        FAIL("mismatched %s: got %d (%s), expected PLAIT_ERR_ARG or PLAIT_OK", kind, rc,
+             plait_strerror(rc));
+    if (me == last && rc == PLAIT_OK)
+        FAIL("mismatched %s: the rank with twice the count got PLAIT_OK", kind);
+    free(in);
+    free(out);
     if (plait_comm_free(&c) != PLAIT_OK)
         FAIL("%s: comm_free: %s", kind, plait_last_error());
 }
@@ -143,6 +181,7 @@ int main(int argc, char **argv)
     const char *s = getenv("PLAIT_TEST_SEED");
     unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : 20261128u;
     int test_loop = argc > 1 && !strcmp(argv[1], "test");
+    int mismatch = argc > 1 && !strcmp(argv[1], "mismatch");
     if (plait_init() != PLAIT_OK) {
         fprintf(stderr, "plait_init: %s\n", plait_last_error());
         return 1;
@@ -157,7 +196,10 @@ int main(int argc, char **argv)
         return 1;
     }
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
-        if (!test_loop || !strcmp(all[k], "iallreduce"))
+        if (mismatch && k < 4)
+            mismatch_case(k == 0 ? "allreduce" : k == 1 ? "allgather" : k == 2 ? "alltoall"
+                                                                                : "bcast");
+        else if (!mismatch && (!test_loop || !strcmp(all[k], "iallreduce")))
             one_case(all[k], test_loop);
     still_usable(seed);
     if (plait_finalize() != PLAIT_OK) {

@@ -216,6 +216,14 @@ if [ -x "$REFUSE" ]; then
         3 0 PLAIT_TRANSPORT=udp -- test
     PROG=$REFUSE job "one rank refuses a call: message schedules only, no timeout (5 ranks)" \
         5 0 PLAIT_COLL_SHM_SMALL=0 --
+    # one rank passes twice the count: the rank whose transfer shows it tells
+    # the others (message schedules: ring, pairwise, binomial)
+    MSG=(PLAIT_COLL_SHM_SMALL=0 PLAIT_ALLREDUCE_ALGO=ring PLAIT_ALLGATHER_ALGO=ring
+         PLAIT_ALLTOALL_ALGO=pairwise PLAIT_BCAST_ALGO=binomial)
+    PROG=$REFUSE job "mismatched counts seen by one rank: the others fail at once, no timeout (5 ranks)" \
+        5 0 "${MSG[@]}" -- mismatch
+    PROG=$REFUSE job "mismatched counts seen by one rank, udp: the others fail at once, no timeout (3 ranks)" \
+        3 0 "${MSG[@]}" PLAIT_TRANSPORT=udp -- mismatch
 fi
 # Blocked calls go to sleep at once: area waits end on the bell's futex wake.
 job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \
