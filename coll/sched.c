@@ -450,8 +450,11 @@ static int sched_progress(plait_request_t req)
     pcoll_sched_t *sc = req->coll;
     while (sc->round < sc->nrounds) {
         int rc = sched_round_status(sc, req->what);
-        if (rc == 1 && sc->comm->cmq && sc->comm->cmq->notices)   /* a peer failed it? */
-            rc = ppt_coll_noticed(sc->comm, req->call) == PLAIT_OK ? 1 : PLAIT_ERR_ARG;
+        /* A peer failed the call (notice.c)? Its reason, rather than what its
+         * withdrawn sends did here, is the call's error. */
+        if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG && sc->comm->cmq && sc->comm->cmq->notices &&
+            ppt_coll_noticed(sc->comm, req->call) != PLAIT_OK)
+            rc = PLAIT_ERR_ARG;
         if (rc == 1)
             return 0;
         if (rc == PLAIT_OK) {

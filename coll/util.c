@@ -151,6 +151,8 @@ int pcoll_xfer_check(plait_request_t r, int is_recv, size_t want, int peer, cons
     if (r->rc == PLAIT_ERR_TRUNCATE)
         return prt_err(PLAIT_ERR_ARG, "%s: rank %d sent more than the %zu bytes expected: "
                        "ranks passed different counts or roots", fn, peer, want);
+    if (r->rc != PLAIT_OK && r->comm && ppt_coll_noticed(r->comm, r->call) != PLAIT_OK)
+        return prt_err(PLAIT_ERR_ARG, "%s: %s", fn, prt_err_text());   /* the peer's reason */
     if (r->rc != PLAIT_OK)
         return prt_err(r->rc, "%s: a transfer with rank %d failed: %s", fn, peer, why);
     if (is_recv && r->st.bytes != want)
