@@ -81,6 +81,7 @@ int plait_barrier(plait_comm_t comm)
     comm->coll_calls++;   /* (a peer's refusal names calls by this count: pt2pt/notice.c) */
     if (pcoll_area_use_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER}, "plait_barrier",
                               &rc)) {   /* flags on the shared area (coll/shm_small.c) */
+        comm->coll_seq++;   /* an area call takes its number too (coll/api.c coll_run) */
         if (rc == PLAIT_OK)
             rc = pcoll_area_run_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER},
                                        "plait_barrier");

@@ -487,6 +487,8 @@ static int sched_check_peers(plait_request_t req)
 {
     pcoll_sched_t *sc = req->coll;
     int end = sc ? xfer_cur_end(sc) : 0;
+    if (sc && req->call)   /* the other ranks went another way? (pt2pt/notice.c) */
+        PRT_CHECK(ppt_coll_diverged(sc->comm, sc->tag, 0));
     for (int i = sc ? sc->xfer_lo : 0; i < end; i++) {
         plait_request_t r = xfer_at(sc, i);
         if (!atomic_load_explicit(&r->done, memory_order_acquire) && r->world >= 0)

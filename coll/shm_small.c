@@ -165,6 +165,8 @@ typedef struct {
     const char   *fn;
     uint32_t      sig;         /* pcoll_call_sig of the call: every rank's must match */
     uint32_t      call;        /* comm->coll_calls: so must this */
+    int           seq;         /* the number it took in comm->coll_seq (a message under it
+                                * comes from a rank that went another way) */
 } area_call_t;
 
 /* ------------------------------------------------------------- the area */
@@ -463,7 +465,8 @@ static int area_timeout(const area_call_t *c, uint32_t want, int only, int k, do
 static int area_alive(const area_call_t *c, uint32_t want, int only, int k)
 {
     char cause[256];
-    if (ppt_coll_noticed(c->comm, c->call) != PLAIT_OK) {   /* a peer refused this call */
+    if (ppt_coll_noticed(c->comm, c->call) != PLAIT_OK ||   /* a peer failed this call, */
+        ppt_coll_diverged(c->comm, c->seq, 1) != PLAIT_OK) {  /* or runs it over messages */
         snprintf(cause, sizeof cause, "%s", prt_err_text());
         return prt_err(PLAIT_ERR_ARG, "%s: %s", c->fn, cause);
     }
@@ -896,7 +899,8 @@ static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s
 int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn)
 {
-    area_call_t c = {s, comm, comm->area, fn, pcoll_call_sig(a), comm->coll_calls};
+    area_call_t c = {s, comm, comm->area, fn, pcoll_call_sig(a), comm->coll_calls,
+                     (int)(comm->coll_seq - 1)};   /* (taken by the caller) */
     uint32_t seq = ++c.A->seq;
     switch (a->coll) {
     case PCOLL_BCAST: case PCOLL_REDUCE_C: case PCOLL_GATHER: case PCOLL_SCATTER:

@@ -137,3 +137,29 @@ int ppt_coll_noticed(plait_comm_t comm, uint32_t call)
     }
     return PLAIT_OK;
 }
+
+/* Whether a message for the collective call with tag `tag` came from a rank
+ * that runs another kind of call under the same number: a collective's tag is
+ * its sequence number (low 24 bits) and a hash of its collective, datatype,
+ * operator and root (coll/util.c pcoll_next_tag), the same on every rank that
+ * makes the same call. A message in the unexpected queue with this call's
+ * number and another hash (any message, for a call that sends none: the
+ * shared area, any_tag) means the ranks went different ways; the call
+ * would wait for ever for a message that never comes. Looked at with the
+ * dead-peer checks (every 100 ms of waiting), so a healthy call never pays
+ * for the walk. A hash collision (1 in 128) goes unseen: that call still
+ * waits for PLAIT_TIMEOUT. */
+int ppt_coll_diverged(plait_comm_t comm, int tag, int any_tag)
+{
+    uint32_t seq = (uint32_t)tag & 0xffffffu;
+    for (const ppt_umsg_t *u = comm->cmq ? comm->cmq->unexp_head : NULL; u; u = u->next) {
+        if (((uint32_t)u->tag >> 24) == PPT_TAG_LIFE_H || ((uint32_t)u->tag & 0xffffffu) != seq ||
+            (!any_tag && u->tag == tag))
+            continue;
+        return prt_err(PLAIT_ERR_ARG, "rank %d runs this call (its collective call %u here) as "
+                       "another one: ranks passed different collectives, datatypes, operators "
+                       "or roots, or counts far enough apart to pick different algorithms",
+                       u->src, comm->coll_calls);
+    }
+    return PLAIT_OK;
+}

@@ -350,6 +350,10 @@ void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, co
 void ppt_notice_rx(ppt_mq_t *mq, int src, const void *payload, size_t len);
 /* PLAIT_ERR_ARG, quoting the peer, if a peer refused call `call` of comm. */
 int  ppt_coll_noticed(plait_comm_t comm, uint32_t call);
+/* PLAIT_ERR_ARG if a message for the collective call tagged `tag` shows that
+ * its sender runs another kind of call under that number (any_tag: any
+ * message under it, for a call that sends none). */
+int  ppt_coll_diverged(plait_comm_t comm, int tag, int any_tag);
 /* Frees the notices sent (all: at finalize, whatever their state). */
 void ppt_notice_sweep_locked(ppt_state_t *s, int all);
 

@@ -212,8 +212,11 @@ int ppt_peer_alive(ppt_state_t *s, int world)
  * receive depends on every member. */
 static int wait_check_peers(ppt_state_t *s, plait_request_t r)
 {
-    if (r->call && r->comm)   /* a peer refused the collective call this waits in */
+    if (r->call && r->comm) {   /* a peer failed the collective call this waits in */
         PRT_CHECK(ppt_coll_noticed(r->comm, r->call));
+        if (r->kind != PPT_REQ_COLL)   /* (a schedule looks in its check_peers) */
+            PRT_CHECK(ppt_coll_diverged(r->comm, r->tag, 0));
+    }
     if (r->check_peers)
         return r->check_peers(r);
     if (r->world >= 0)

@@ -23,6 +23,14 @@
  * PLAIT_ERR_ARG (a rank that saw the mismatch tells the others), L must
  * fail, and none may wait for ever.
  *
+ * "diverge": L makes another kind of call that no transfer of its own can
+ * show: MAX where the others SUM (allreduce of 16 and 65536 int32), a bcast
+ * where they allreduce, and twice their count of a 64K allreduce (with
+ * automatic selection the ranks may pick different algorithms). The rank
+ * that sees a message of another kind under the call's number, or the
+ * area's or direct reads' own checks, fails and tells the others: every
+ * rank must return PLAIT_ERR_ARG (or PLAIT_OK), none may wait for ever.
+ *
  * Otherwise L must get PLAIT_ERR_ARG naming its own argument. Every other rank that
  * needs L must get PLAIT_ERR_ARG whose text names rank L and quotes L's
  * message; the others may get PLAIT_OK. Then an allreduce of seeded random
@@ -153,6 +161,38 @@ static void mismatch_case(const char *kind)
         FAIL("%s: comm_free: %s", kind, plait_last_error());
 }
 
+/* L makes another kind of call (case k of the "diverge" list above). */
+static void diverge_case(int k)
+{
+    static const char *names[] = {"MAX against SUM, 16", "MAX against SUM, 65536",
+                                  "bcast against allreduce", "allreduce of twice the count"};
+    int last = np - 1, bad = me == last, rc;
+    size_t cap = (size_t)BIG * 2 * (size_t)np;
+    int *in = calloc(cap, sizeof(int)), *out = malloc(cap * sizeof(int));
+    plait_comm_t c;
+    double t0;
+    if (!in || !out || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
+        FAIL("%s: setup: %s", names[k], plait_last_error());
+        exit(1);
+    }
+    memset(out, 0xA5, cap * sizeof(int));
+    t0 = plait_wtime();
+    rc = k < 2 ? plait_allreduce(in, out, k ? BIG : SMALL, PLAIT_INT32, bad ? PLAIT_MAX : PLAIT_SUM, c)
+       : k == 2 && bad ? plait_bcast(out, SMALL, PLAIT_INT32, 0, c)
+       : plait_allreduce(in, out, k == 3 && bad ? 2 * BIG : k == 3 ? BIG : SMALL, PLAIT_INT32,
+                         PLAIT_SUM, c);
+    fprintf(stderr, "rank %d: %s -> %s after %.2f s: %s\n", me, names[k], plait_strerror(rc),
+            plait_wtime() - t0, rc ? plait_last_error() : "");
+    if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG &&
+        !(rc == PLAIT_ERR_TRANSPORT && strstr(plait_last_error(), "withdrew")))
+        FAIL("%s: got %d (%s), expected PLAIT_ERR_ARG or PLAIT_OK", names[k], rc,
+             plait_strerror(rc));
+    free(in);
+    free(out);
+    if (plait_comm_free(&c) != PLAIT_OK)
+        FAIL("%s: comm_free: %s", names[k], plait_last_error());
+}
+
 /* A correct allreduce on the world afterwards, against a local reference. */
 static void still_usable(unsigned seed)
 {
@@ -185,6 +225,7 @@ int main(int argc, char **argv)
     unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : 20261128u;
     int test_loop = argc > 1 && !strcmp(argv[1], "test");
     int mismatch = argc > 1 && !strcmp(argv[1], "mismatch");
+    int diverge = argc > 1 && !strcmp(argv[1], "diverge");
     if (plait_init() != PLAIT_OK) {
         fprintf(stderr, "plait_init: %s\n", plait_last_error());
         return 1;
@@ -199,7 +240,11 @@ int main(int argc, char **argv)
         return 1;
     }
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
-        if (mismatch && k < 4)
+        if (diverge && k < 4)
+            diverge_case((int)k);
+        else if (diverge)
+            continue;
+        else if (mismatch && k < 4)
             mismatch_case(k == 0 ? "allreduce" : k == 1 ? "allgather" : k == 2 ? "alltoall"
                                                                                 : "bcast");
         else if (!mismatch && (!test_loop || !strcmp(all[k], "iallreduce")))

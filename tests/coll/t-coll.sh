@@ -224,6 +224,14 @@ if [ -x "$REFUSE" ]; then
         5 0 "${MSG[@]}" -- mismatch
     PROG=$REFUSE job "mismatched counts seen by one rank, udp: the others fail at once, no timeout (3 ranks)" \
         3 0 "${MSG[@]}" PLAIT_TRANSPORT=udp -- mismatch
+    # one rank makes another kind of call (operator, collective, a count that
+    # picks another algorithm): a message of another kind under the call's
+    # number shows it (pt2pt/notice.c ppt_coll_diverged), no timeout
+    PROG=$REFUSE job "another kind of call on one rank: all fail, no timeout (4 ranks)" 4 0 -- diverge
+    PROG=$REFUSE job "another kind of call on one rank, message schedules: all fail, no timeout (4 ranks)" \
+        4 0 "${MSG[@]}" -- diverge
+    PROG=$REFUSE job "another kind of call on one rank, udp: all fail, no timeout (3 ranks)" \
+        3 0 PLAIT_TRANSPORT=udp -- diverge
 fi
 # Blocked calls go to sleep at once: area waits end on the bell's futex wake.
 job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \
