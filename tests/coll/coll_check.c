@@ -1021,7 +1021,9 @@ static void errors(ctx_t *x)
          * next case together. */
         /* Operators and collective kinds: the shared area compares them
          * (PLAIT_ERR_ARG); message schedules tag their messages with them
-         * (coll/util.c pcoll_next_tag), so there the ranks time out. */
+         * (coll/util.c pcoll_next_tag), and a rank holding a message of
+         * another kind under the call's number fails and tells the others
+         * (pt2pt/notice.c); a hash collision (1 in 128) times out. */
         CHECK_RC(plait_barrier(x->comm));
         start = plait_wtime();
         for (int k = 0; k < 6; k++) {
