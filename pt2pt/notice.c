@@ -1,26 +1,34 @@
 /*
- * notice.c -- a collective call that one rank refuses is refused by all.
+ * notice.c -- a collective call that fails on one rank fails on all of them,
+ * at once, with that rank's reason.
  *
  * Why: a collective call whose arguments fail the checks on one rank only
  * (a root out of range, a NULL buffer) returns PLAIT_ERR_ARG there at once,
- * while the other ranks wait for that rank's part. With PLAIT_TIMEOUT at 0
- * (the default) they waited for ever; with a timeout they reported it
+ * while the other ranks wait for that rank's part; so does a rank whose
+ * transfer showed a mismatch (a truncated message). With PLAIT_TIMEOUT at 0
+ * (the default) the others waited for ever; with a timeout they reported it
  * without the cause, often naming a partner stuck behind the real one.
  *
- * How: the refusing rank sends each other member of the communicator a
+ * How: the failing rank sends each other member of the communicator a
  * NOTICE, an eager message on the collective context with the reserved tag
  * PPT_TAG_NOTICE: the call's number in the communicator's count of
- * collective calls (plait_comm.coll_calls, which the refusing rank counts
- * too, so every rank numbers its later calls alike) and the refusal's text.
+ * collective calls (plait_comm.coll_calls; a rank that refuses a call counts
+ * it too, so every rank numbers its later calls alike) and its error text;
+ * one per call (coll_told), and none for a failure a notice caused.
  * A notice never joins the matching queues: rx_eager hands it here on
  * arrival, into a small per-context ring (ppt_notice_rx). A wait inside a
  * collective looks at the ring with its dead-peer checks (every 100 ms, see
- * request.c wait_check_peers and coll/shm_small.c area_alive) and fails with
- * PLAIT_ERR_ARG naming the rank and quoting its refusal when a notice names
- * the call it waits in (request.call; 0: not a collective call's wait).
- * Notices of calls this rank finished, or refused itself (every rank refuses
- * the same bad call when all pass the same argument), name no waiting call
- * and are overwritten in the ring later; nothing of them stays queued.
+ * request.c wait_check_peers and coll/shm_small.c area_alive; schedules also
+ * at each progress pass) and fails with PLAIT_ERR_ARG naming the rank and
+ * quoting it when a notice names the call it waits in (request.call; 0: not
+ * a collective call's wait). Notices of calls this rank finished, or failed
+ * itself (every rank refuses the same bad call when all pass the same
+ * argument), name no waiting call and are overwritten in the ring later;
+ * nothing of them stays queued.
+ *
+ * Ranks that went different ways in one call without any of them seeing it
+ * (another operator: the bytes still fit) are found here too, by the
+ * messages they left: ppt_coll_diverged, at the end of this file.
  *
  * Nothing on the wire is trusted: a notice shorter than its call number is
  * dropped, its text is cut to PPT_NOTICE_TEXT bytes and anything but
