@@ -38,4 +38,12 @@ for n in $NPS; do
 done
 PLAIT_ALLREDUCE_ALGO=two_level job "mpirun: coll_check suite reduced -n 3 (two_level forced)" \
     3 "" "$PROG" suite reduced
+# one rank refuses a call, or runs another kind of call: with no timeout the
+# others fail at once (pt2pt/notice.c), under mpirun too
+if [ -x "$B/tests/coll/coll_refuse" ]; then
+    PLAIT_TIMEOUT=0 job "mpirun: one rank refuses a call, the others fail at once -n 4" \
+        4 "" "$B/tests/coll/coll_refuse"
+    PLAIT_TIMEOUT=0 job "mpirun: another kind of call on one rank, all fail at once -n 3" \
+        3 "" "$B/tests/coll/coll_refuse" diverge
+fi
 peers_finish
