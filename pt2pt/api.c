@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -267,7 +268,11 @@ int plait_stats_print(FILE *f)
         return rc;
     if (!f)
         return prt_err(PLAIT_ERR_ARG, "plait_stats_print: f is NULL");
-    ppt_stats_print(s, f);
+    clearerr(f);
+    ppt_stats_print(s, f);   /* (it flushes f) */
+    if (ferror(f))   /* a black-box test printed to /dev/full and got PLAIT_OK */
+        return prt_err(PLAIT_ERR_ARG, "plait_stats_print: writing to f failed (%s)",
+                       strerror(errno));
     return PLAIT_OK;
 }
 

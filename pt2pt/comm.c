@@ -197,8 +197,9 @@ static void report_unexp_coll(const char *fn, const ppt_mq_t *mq, const char *wh
     if (n)
         prt_log(PRT_LOG_WARN, "%s: %zu message%s of collectives on %s %s never received (the "
                 "first: %zu bytes from rank %d for this communicator's collective call %d): a "
-                "collective that failed, or ranks that passed different counts or roots to one "
-                "(a count of 0 on some ranks only goes unseen there); dropped", fn, n,
+                "collective that failed, a non-blocking one never completed with plait_wait or "
+                "plait_test, or ranks that passed different counts or roots to one (a count of 0 "
+                "on some ranks only goes unseen there); dropped", fn, n,
                 n == 1 ? "" : "s", where, n == 1 ? "was" : "were", mq->unexp_head->len,
                 mq->unexp_head->src, (mq->unexp_head->tag & 0xffffff) + 1);
 }

@@ -213,17 +213,32 @@ static int cfg_parse_bool(const prt_cfg_entry_t *e, const char *text, int *out)
 }
 
 /* ENUM: the index of text among "a|b|c" choices. */
-static int cfg_parse_enum(const prt_cfg_entry_t *e, const char *text, int *out)
+static int cfg_enum_index(const char *choices, const char *text)
 {
-    const char *c = e->choices;
+    const char *c = choices;
     size_t len = strlen(text);
     for (int i = 0; c && *c; i++) {
         const char *bar = strchr(c, '|');
         size_t clen = bar ? (size_t)(bar - c) : strlen(c);
-        if (clen == len && !strncasecmp(c, text, len)) { *out = i; return PLAIT_OK; }
+        if (clen == len && !strncasecmp(c, text, len))
+            return i;
         c = bar ? bar + 1 : c + clen;
     }
-    return cfg_bad(e, text, e->choices);
+    return -1;
+}
+
+/* A choice by name; where the choices have "on" and "off", 1 and 0 stand
+ * for them too, as for the boolean settings (a black-box test set
+ * PLAIT_UDP_TX_HELP=0 and was refused). */
+static int cfg_parse_enum(const prt_cfg_entry_t *e, const char *text, int *out)
+{
+    int i = cfg_enum_index(e->choices, text);
+    if (i < 0 && (!strcmp(text, "1") || !strcmp(text, "0")))
+        i = cfg_enum_index(e->choices, text[0] == '1' ? "on" : "off");
+    if (i < 0)
+        return cfg_bad(e, text, e->choices);
+    *out = i;
+    return PLAIT_OK;
 }
 
 int prt_cfg_parse(const prt_cfg_entry_t *e, const char *text, void *out, size_t outlen)

@@ -86,6 +86,13 @@ static void bad_p2p_args(void)
     plait_comm_t w = plait_comm_world();
     t_case = "bad send arguments";
     EXPECT_ERR(plait_send(buf, 1, PLAIT_BYTE, -2, 0, w), PLAIT_ERR_ARG, "dest");
+    {   /* a stream that cannot be written: the failure shows (black-box test) */
+        FILE *full = fopen("/dev/full", "w");
+        if (full) {
+            EXPECT_ERR(plait_stats_print(full), PLAIT_ERR_ARG, "writing to f failed");
+            fclose(full);
+        }
+    }
     EXPECT_ERR(plait_send(buf, 1, PLAIT_BYTE, PLAIT_ANY_SOURCE, 0, w), PLAIT_ERR_ARG, "dest");
     EXPECT_ERR(plait_send(buf, 1, PLAIT_BYTE, size, 0, w), PLAIT_ERR_ARG, "dest");
     EXPECT_ERR(plait_send(buf, 1, PLAIT_BYTE, INT_MAX, 0, w), PLAIT_ERR_ARG, "dest");

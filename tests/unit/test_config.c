@@ -65,6 +65,18 @@ static void test_bool_enum_double(void)
            "enum debug = PRT_LOG_DEBUG");
     TAP_OK(prt_cfg_parse(l, "none", &iv, sizeof iv) == PLAIT_OK && iv == PRT_LOG_NONE, "enum none");
     TAP_OK(prt_cfg_parse(l, "deb", &iv, sizeof iv) == PLAIT_ERR_ARG, "enum prefix rejected");
+    {   /* an enum with on and off takes 1 and 0 for them, as booleans do */
+        const prt_cfg_entry_t *h = find("PLAIT_UDP_TX_HELP");
+        int on = -1, off = -1, one = -2, zero = -2;
+        TAP_OK(h && prt_cfg_parse(h, "on", &on, sizeof on) == PLAIT_OK &&
+               prt_cfg_parse(h, "1", &one, sizeof one) == PLAIT_OK && one == on &&
+               prt_cfg_parse(h, "off", &off, sizeof off) == PLAIT_OK &&
+               prt_cfg_parse(h, "0", &zero, sizeof zero) == PLAIT_OK && zero == off,
+               "enum on/off: 1 and 0 stand for them (PLAIT_UDP_TX_HELP)");
+        TAP_OK(prt_cfg_parse(h, "2", &iv, sizeof iv) == PLAIT_ERR_ARG &&
+               prt_cfg_parse(l, "1", &iv, sizeof iv) == PLAIT_ERR_ARG,
+               "enum: 2, and 1 where no on/off choice exists, rejected");
+    }
     TAP_OK(strstr(plait_last_error(), "error|warn") != NULL, "enum error lists the choices: %s",
            plait_last_error());
     TAP_OK(prt_cfg_parse(t, "2.5", &dv, sizeof dv) == PLAIT_OK && dv == 2.5, "double 2.5");

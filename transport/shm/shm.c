@@ -746,7 +746,7 @@ static int shm_peer_alive(ptl_tl_t *tl, int peer)
     p = &s->peers[s->local_of[peer]];
     if (!p->dead && shm_exited(p))
         p->dead = 1;
-    return p->dead ? prt_err(PLAIT_ERR_PEER, "rank %d (pid %d) on this host has exited", peer,
+    return p->dead ? prt_err(PLAIT_ERR_PEER, "world rank %d (pid %d) on this host has exited", peer,
                              p->pid)
                    : PLAIT_OK;
 }
