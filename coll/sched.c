@@ -452,9 +452,10 @@ static int sched_progress(plait_request_t req)
         int rc = sched_round_status(sc, req->what);
         /* A peer failed the call (notice.c)? Its reason, rather than what its
          * withdrawn sends did here, is the call's error. */
-        if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG && sc->comm->cmq && sc->comm->cmq->notices &&
-            ppt_coll_noticed(sc->comm, req->call) != PLAIT_OK)
-            rc = PLAIT_ERR_ARG;
+        if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG && sc->comm->cmq && sc->comm->cmq->notices) {
+            int told = ppt_coll_noticed(sc->comm, req->call);
+            rc = told != PLAIT_OK ? told : rc;
+        }
         if (rc == 1)
             return 0;
         if (rc == PLAIT_OK) {

@@ -465,10 +465,11 @@ static int area_timeout(const area_call_t *c, uint32_t want, int only, int k, do
 static int area_alive(const area_call_t *c, uint32_t want, int only, int k)
 {
     char cause[256];
-    if (ppt_coll_noticed(c->comm, c->call) != PLAIT_OK ||   /* a peer failed this call, */
-        ppt_coll_diverged(c->comm, c->seq, 1) != PLAIT_OK) {  /* or runs it over messages */
+    int rc;
+    if ((rc = ppt_coll_noticed(c->comm, c->call)) != PLAIT_OK ||   /* a peer failed this call, */
+        (rc = ppt_coll_diverged(c->comm, c->seq, 1)) != PLAIT_OK) {  /* or runs it over messages */
         snprintf(cause, sizeof cause, "%s", prt_err_text());
-        return prt_err(PLAIT_ERR_ARG, "%s: %s", c->fn, cause);
+        return prt_err(rc, "%s: %s", c->fn, cause);
     }
     for (int p = k; p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1) {
         if (p == c->comm->rank || area_arrived(c->A, p, want))

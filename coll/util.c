@@ -148,11 +148,12 @@ int pcoll_next_tag(plait_comm_t comm, uint32_t sig)
 int pcoll_xfer_check(plait_request_t r, int is_recv, size_t want, int peer, const char *fn)
 {
     const char *why = r->why[0] ? r->why : plait_strerror(r->rc);
+    int told;
     if (r->rc == PLAIT_ERR_TRUNCATE)
         return prt_err(PLAIT_ERR_ARG, "%s: rank %d sent more than the %zu bytes expected: "
                        "ranks passed different counts or roots", fn, peer, want);
-    if (r->rc != PLAIT_OK && r->comm && ppt_coll_noticed(r->comm, r->call) != PLAIT_OK)
-        return prt_err(PLAIT_ERR_ARG, "%s: %s", fn, prt_err_text());   /* the peer's reason */
+    if (r->rc != PLAIT_OK && r->comm && (told = ppt_coll_noticed(r->comm, r->call)) != PLAIT_OK)
+        return prt_err(told, "%s: %s", fn, prt_err_text());   /* the peer's reason */
     if (r->rc != PLAIT_OK)
         return prt_err(r->rc, "%s: a transfer with rank %d failed: %s", fn, peer, why);
     if (is_recv && r->st.bytes != want)
@@ -164,16 +165,16 @@ int pcoll_xfer_check(plait_request_t r, int is_recv, size_t want, int peer, cons
 /* A collective call that failed here for a cause of its own -- its
  * arguments, a mismatch it saw (a truncated or short message, another
  * call's data in the shared area), no memory -- tells the other members
- * (pt2pt/notice.c), who may be waiting for its part. Not a timeout or a dead
- * peer, which the others see for themselves, nor a failure a peer's notice
- * caused (ppt_coll_notify_locked sends one per call at most). The error
- * stays this thread's last. */
+ * (pt2pt/notice.c), who may be waiting for its part. Not a dead peer or a
+ * timeout, which every waiting rank meets by itself (PLAIT_TIMEOUT is the
+ * job's), nor a failure a peer's notice caused (one notice per call at
+ * most). The error stays this thread's last. */
 void pcoll_fail_tell_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, int rc)
 {
     char why[256];
     if (rc != PLAIT_ERR_ARG && rc != PLAIT_ERR_TRUNCATE && rc != PLAIT_ERR_NOMEM)
         return;
     snprintf(why, sizeof why, "%s", prt_err_text());
-    ppt_coll_notify_locked(s, comm, call, why);
+    ppt_coll_notify_locked(s, comm, call, rc, why);
     prt_err(rc, "%s", why);
 }

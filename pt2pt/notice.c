@@ -13,14 +13,16 @@
  * NOTICE, an eager message on the collective context with the reserved tag
  * PPT_TAG_NOTICE: the call's number in the communicator's count of
  * collective calls (plait_comm.coll_calls; a rank that refuses a call counts
- * it too, so every rank numbers its later calls alike) and its error text;
+ * it too, so every rank numbers its later calls alike), its error code and
+ * text;
  * one per call (coll_told), and none for a failure a notice caused.
  * A notice never joins the matching queues: rx_eager hands it here on
  * arrival, into a small per-context ring (ppt_notice_rx). A wait inside a
  * collective looks at the ring with its dead-peer checks (every 100 ms, see
  * request.c wait_check_peers and coll/shm_small.c area_alive; schedules also
- * at each progress pass) and fails with PLAIT_ERR_ARG naming the rank and
- * quoting it when a notice names the call it waits in (request.call; 0: not
+ * at each progress pass) and fails with the peer's code (PLAIT_ERR_NOMEM
+ * where it ran out of memory, else PLAIT_ERR_ARG), naming the rank and
+ * quoting it, when a notice names the call it waits in (request.call; 0: not
  * a collective call's wait). Notices of calls this rank finished, or failed
  * itself (every rank refuses the same bad call when all pass the same
  * argument), name no waiting call and are overwritten in the ring later;
@@ -30,8 +32,8 @@
  * (another operator: the bytes still fit) are found here too, by the
  * messages they left: ppt_coll_diverged, at the end of this file.
  *
- * Nothing on the wire is trusted: a notice shorter than its call number is
- * dropped, its text is cut to PPT_NOTICE_TEXT bytes and anything but
+ * Nothing on the wire is trusted: a notice shorter than its call number and
+ * code is dropped, a code other than those above reads PLAIT_ERR_ARG, its text is cut to PPT_NOTICE_TEXT bytes and anything but
  * printable ASCII in it becomes '?'; its source is checked against the
  * communicator when a wait reads it.
  */
@@ -43,11 +45,13 @@
 #include "pt2pt/ppt.h"
 
 #define PPT_NOTICE_RING 4     /* notices kept per context (the latest) */
-#define PPT_NOTICE_TEXT 240   /* bytes of the refusal's text sent */
+#define PPT_NOTICE_TEXT 240   /* bytes of the failure's text sent */
+#define PPT_NOTICE_HDR  8     /* call number, code (host order: one job, one machine kind) */
 
 typedef struct ppt_notice {
     uint32_t call;   /* 0: empty */
     int      src;    /* sender's rank in the communicator */
+    int      code;   /* what the call returns here (ppt_notice_code) */
     char     why[PPT_NOTICE_TEXT + 1];
 } ppt_notice_t;
 
@@ -57,7 +61,7 @@ typedef struct ppt_notice_tx {
     struct ppt_notice_tx *next;
     struct plait_request  req;
     size_t                len;
-    unsigned char         buf[sizeof(uint32_t) + PPT_NOTICE_TEXT];
+    unsigned char         buf[PPT_NOTICE_HDR + PPT_NOTICE_TEXT];
 } ppt_notice_tx_t;
 
 /* Frees the notices sent (every one when all: at finalize, after the last
@@ -79,8 +83,10 @@ void ppt_notice_sweep_locked(ppt_state_t *s, int all)
     }
 }
 
-void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, const char *why)
+void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, int code,
+                            const char *why)
 {
+    int32_t c = code;
     size_t tlen = strnlen(why, PPT_NOTICE_TEXT);
     if (comm->size < 2 || !call || comm->coll_told == call)
         return;
@@ -92,8 +98,9 @@ void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, co
         if (p == comm->rank || !(n = calloc(1, sizeof *n)))
             continue;   /* (best effort: without memory the others wait as before) */
         memcpy(n->buf, &call, sizeof call);
-        memcpy(n->buf + sizeof call, why, tlen);
-        n->len = sizeof call + tlen;
+        memcpy(n->buf + sizeof call, &c, sizeof c);
+        memcpy(n->buf + PPT_NOTICE_HDR, why, tlen);
+        n->len = PPT_NOTICE_HDR + tlen;
         r = &n->req;
         if (ppt_isend_locked(s, comm, comm->cmq, n->buf, n->len, p, PPT_TAG_NOTICE, &r) !=
             PLAIT_OK) {
@@ -105,27 +112,38 @@ void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, co
     }
 }
 
+/* What a peer's failure makes of the call here: no memory there (or a
+ * timeout, should a peer ever tell one) stays that; anything else (its
+ * arguments, a mismatch it saw, a code not known) is PLAIT_ERR_ARG. */
+static int ppt_notice_code(int32_t wire)
+{
+    return wire == PLAIT_ERR_TIMEOUT || wire == PLAIT_ERR_NOMEM ? wire : PLAIT_ERR_ARG;
+}
+
 void ppt_notice_rx(ppt_mq_t *mq, int src, const void *payload, size_t len)
 {
     ppt_notice_t *e;
     uint32_t call;
+    int32_t code;
     size_t tlen;
-    if (len < sizeof call || src < 0)
+    if (len < PPT_NOTICE_HDR || src < 0)
         return;
     memcpy(&call, payload, sizeof call);
+    memcpy(&code, (const char *)payload + sizeof call, sizeof code);
     if (call == 0)
         return;
     if (!mq->notices && !(mq->notices = calloc(PPT_NOTICE_RING, sizeof *mq->notices)))
         return;
     e = &mq->notices[mq->notice_next++ % PPT_NOTICE_RING];
-    tlen = len - sizeof call < PPT_NOTICE_TEXT ? len - sizeof call : PPT_NOTICE_TEXT;
-    memcpy(e->why, (const char *)payload + sizeof call, tlen);
+    tlen = len - PPT_NOTICE_HDR < PPT_NOTICE_TEXT ? len - PPT_NOTICE_HDR : PPT_NOTICE_TEXT;
+    memcpy(e->why, (const char *)payload + PPT_NOTICE_HDR, tlen);
     e->why[tlen] = '\0';
     for (size_t i = 0; i < tlen; i++)
         if (e->why[i] < 0x20 || e->why[i] > 0x7e)
             e->why[i] = '?';
     e->call = call;
     e->src = src;
+    e->code = ppt_notice_code(code);
 }
 
 int ppt_coll_noticed(plait_comm_t comm, uint32_t call)
@@ -139,7 +157,7 @@ int ppt_coll_noticed(plait_comm_t comm, uint32_t call)
         if (e->call != call || e->src >= comm->size || e->src == comm->rank)
             continue;
         comm->coll_told = call;   /* (failing on it, this rank does not echo it) */
-        return prt_err(PLAIT_ERR_ARG, "rank %d of communicator %s failed this call (its "
+        return prt_err(e->code, "rank %d of communicator %s failed this call (its "
                        "collective call %u there): \"%s\"", e->src,
                        ppt_comm_label(comm, cb, sizeof cb), call, e->why);
     }

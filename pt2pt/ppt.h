@@ -344,11 +344,12 @@ int  ppt_quiesce_locked(ppt_state_t *s, double timeout_s);
 
 /* notice.c: a collective call this rank refused (bad arguments) is refused by
  * the others too, instead of leaving them waiting for its part. */
-/* Tells every other member that this rank refused call `call` of comm, why. */
-void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, const char *why);
+/* Tells every other member that call `call` of comm failed here with code, why. */
+void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, int code,
+                            const char *why);
 /* A peer's notice that reached this rank (rx_eager: tag PPT_TAG_NOTICE). */
 void ppt_notice_rx(ppt_mq_t *mq, int src, const void *payload, size_t len);
-/* PLAIT_ERR_ARG, quoting the peer, if a peer refused call `call` of comm. */
+/* The peer's code (notice.c), quoting it, if a peer failed call `call` of comm. */
 int  ppt_coll_noticed(plait_comm_t comm, uint32_t call);
 /* PLAIT_ERR_ARG if a message for the collective call tagged `tag` shows that
  * its sender runs another kind of call under that number (any_tag: any

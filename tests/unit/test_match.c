@@ -63,11 +63,17 @@ static void umsg_keep(void)
 }
 
 /* A collective call's refusal notice (pt2pt/notice.c), fed by hand. */
-static size_t notice(unsigned char *buf, uint32_t call, const char *why)
+static size_t notice_code(unsigned char *buf, uint32_t call, int32_t code, const char *why)
 {
     memcpy(buf, &call, sizeof call);
-    memcpy(buf + sizeof call, why, strlen(why));
-    return sizeof call + strlen(why);
+    memcpy(buf + sizeof call, &code, sizeof code);
+    memcpy(buf + 8, why, strlen(why));
+    return 8 + strlen(why);
+}
+
+static size_t notice(unsigned char *buf, uint32_t call, const char *why)
+{
+    return notice_code(buf, call, PLAIT_ERR_ARG, why);
 }
 
 static int printable(const char *s)
@@ -85,21 +91,31 @@ static void notices(void)
     struct plait_comm c = {.rank = 0, .size = 4, .world_of = world_of, .ctx = 0x40, .cmq = &cmq};
     unsigned char buf[600];
     unsigned seed = 20261128u;
-    int bad = 0;
+    int bad = 0, rc;
     TAP_OK(ppt_coll_noticed(&c, 5) == PLAIT_OK, "notice: none came, nothing refused");
     ppt_notice_rx(&cmq, 2, buf, notice(buf, 5, "plait_bcast: root 9 is out of range"));
-    TAP_OK(ppt_coll_noticed(&c, 5) == PLAIT_ERR_ARG && strstr(plait_last_error(), "rank 2 ") && strstr(plait_last_error(), "failed this call") &&
+    TAP_OK(ppt_coll_noticed(&c, 5) == PLAIT_ERR_ARG && strstr(plait_last_error(), "rank 2 ") &&
+           strstr(plait_last_error(), "failed this call") &&
            strstr(plait_last_error(), "root 9 is out of range"),
            "notice: call 5 refused, naming rank 2 and quoting it ('%s')", plait_last_error());
     TAP_OK(ppt_coll_noticed(&c, 4) == PLAIT_OK && ppt_coll_noticed(&c, 6) == PLAIT_OK &&
            ppt_coll_noticed(&c, 0) == PLAIT_OK, "notice: other calls (and 0, none) unaffected");
     ppt_notice_rx(&cmq, 1, buf, notice(buf, 0, "call zero"));
     ppt_notice_rx(&cmq, 1, buf, 3);
+    ppt_notice_rx(&cmq, 1, buf, 7);   /* (a call number, no code) */
     ppt_notice_rx(&cmq, 0, buf, notice(buf, 7, "from this rank itself"));
     ppt_notice_rx(&cmq, 9, buf, notice(buf, 8, "from no member"));
     ppt_notice_rx(&cmq, -1, buf, notice(buf, 8, "negative source"));
     TAP_OK(ppt_coll_noticed(&c, 7) == PLAIT_OK && ppt_coll_noticed(&c, 8) == PLAIT_OK,
            "notice: call 0, a short one, this rank's own and a non-member's are ignored");
+    ppt_notice_rx(&cmq, 3, buf, notice_code(buf, 20, PLAIT_ERR_TIMEOUT, "timed out"));
+    ppt_notice_rx(&cmq, 3, buf, notice_code(buf, 21, PLAIT_ERR_NOMEM, "no memory"));
+    ppt_notice_rx(&cmq, 3, buf, notice_code(buf, 22, PLAIT_ERR_TRUNCATE, "sent more"));
+    ppt_notice_rx(&cmq, 3, buf, notice_code(buf, 23, 12345, "a code not known"));
+    TAP_OK(ppt_coll_noticed(&c, 20) == PLAIT_ERR_TIMEOUT && ppt_coll_noticed(&c, 21) ==
+           PLAIT_ERR_NOMEM && ppt_coll_noticed(&c, 22) == PLAIT_ERR_ARG &&
+           ppt_coll_noticed(&c, 23) == PLAIT_ERR_ARG,
+           "notice: a timeout and no memory keep their codes, the rest reads PLAIT_ERR_ARG");
     for (uint32_t k = 10; k < 14; k++)
         ppt_notice_rx(&cmq, 3, buf, notice(buf, k, "later"));
     TAP_OK(ppt_coll_noticed(&c, 5) == PLAIT_OK && ppt_coll_noticed(&c, 13) == PLAIT_ERR_ARG,
@@ -114,12 +130,14 @@ static void notices(void)
         if (len >= sizeof call)
             memcpy(buf, &call, sizeof call);
         ppt_notice_rx(&cmq, src, buf, len);
-        if (ppt_coll_noticed(&c, call) != PLAIT_OK &&
-            (strlen(plait_last_error()) > 500 || !printable(plait_last_error())))
+        rc = ppt_coll_noticed(&c, call);
+        if (rc != PLAIT_OK && ((rc != PLAIT_ERR_ARG && rc != PLAIT_ERR_TIMEOUT &&
+                                rc != PLAIT_ERR_NOMEM) ||
+                               strlen(plait_last_error()) > 500 || !printable(plait_last_error())))
             bad++;
     }
-    TAP_OK(bad == 0, "notice: 5000 random payloads (seed 20261128), messages bounded and "
-           "printable (%d not)", bad);
+    TAP_OK(bad == 0, "notice: 5000 random payloads (seed 20261128), known codes, messages "
+           "bounded and printable (%d not)", bad);
     ppt_mq_fini(&cmq);
     TAP_OK(cmq.notices == NULL, "notice: ring freed with its context");
 }
