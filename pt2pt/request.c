@@ -475,11 +475,20 @@ static int req_check(plait_request_t *req, const char *fn)
     return req_live(*req, fn, -1);
 }
 
-static void req_finish(plait_request_t *req, plait_status_t *status)
+/* Frees a completed request for wait/test (lock not held). A collective's
+ * takes the lock: a failed schedule withdraws its unfinished transfers as it
+ * is freed (sched_destroy), and a withdrawal makes progress passes. */
+static void req_finish(ppt_state_t *s, plait_request_t *req, plait_status_t *status)
 {
     if (status)
         *status = (*req)->st;
-    ppt_req_free(*req);
+    if ((*req)->destroy) {
+        pthread_mutex_lock(&s->lock);
+        ppt_req_free(*req);
+        pthread_mutex_unlock(&s->lock);
+    } else {
+        ppt_req_free(*req);
+    }
     *req = NULL;
 }
 
@@ -514,7 +523,7 @@ int plait_test(plait_request_t *req, int *done, plait_status_t *status)
     if (!*done)
         return PLAIT_OK;
     rc = req_result(*req, "plait_test");
-    req_finish(req, status);
+    req_finish(s, req, status);
     return rc;
 }
 
@@ -534,7 +543,7 @@ int plait_wait(plait_request_t *req, plait_status_t *status)
     pthread_mutex_unlock(&s->lock);
     if (!req_done(*req))
         return rc;          /* timeout or dead peer: the request stays valid */
-    req_finish(req, status);
+    req_finish(s, req, status);
     return rc;
 }
 

@@ -16,6 +16,10 @@
  *              others may complete)
  *   iallreduce non-blocking, L's req NULL; the others complete it with
  *              plait_wait, or with a plait_test loop ("test")
+ *   ialltoall  non-blocking, 65536 int32 in all, L's recvbuf NULL: the
+ *              others' sends to L are still out when their call fails, and
+ *              freeing the request withdraws them (it once did so without
+ *              the library lock: the next call on that rank hung)
  *
  * "mismatch": no rank refuses, but L passes twice the others' count (a
  * mismatch only the transfers show) to allreduce, allgather, alltoall and
@@ -69,7 +73,9 @@ static int call(const char *kind, int bad, plait_comm_t c, int test_loop, int *i
         return plait_gather(in, out, SMALL, PLAIT_INT32, bad ? -1 : 0, c);
     if (!strcmp(kind, "bcast"))
         return plait_bcast(out, SMALL, PLAIT_INT32, bad ? np + 5 : 0, c);
-    rc = plait_iallreduce(in, out, SMALL, PLAIT_INT32, PLAIT_SUM, c, bad ? NULL : &q);
+    rc = !strcmp(kind, "ialltoall")
+           ? plait_ialltoall(in, bad ? NULL : out, BIG / (size_t)np, PLAIT_INT32, c, &q)
+           : plait_iallreduce(in, out, SMALL, PLAIT_INT32, PLAIT_SUM, c, bad ? NULL : &q);
     if (rc != PLAIT_OK || !test_loop)
         return rc == PLAIT_OK ? plait_wait(&q, NULL) : rc;
     while (rc == PLAIT_OK && !done)
@@ -81,7 +87,8 @@ static int call(const char *kind, int bad, plait_comm_t c, int test_loop, int *i
 static const char *bad_word(const char *kind)
 {
     return !strcmp(kind, "allreduce") ? "sendbuf" : !strcmp(kind, "big") ? "op"
-         : !strcmp(kind, "allgather") ? "recvbuf" : !strcmp(kind, "alltoall") ? "dt"
+         : !strcmp(kind, "allgather") || !strcmp(kind, "ialltoall") ? "recvbuf"
+         : !strcmp(kind, "alltoall") ? "dt"
          : !strcmp(kind, "gather") || !strcmp(kind, "bcast") ? "root" : "req";
 }
 
@@ -220,7 +227,7 @@ static void still_usable(unsigned seed)
 int main(int argc, char **argv)
 {
     static const char *all[] = {"allreduce", "big", "allgather", "alltoall", "gather", "bcast",
-                                "iallreduce"};
+                                "iallreduce", "ialltoall"};
     const char *s = getenv("PLAIT_TEST_SEED");
     unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : 20261128u;
     int test_loop = argc > 1 && !strcmp(argv[1], "test");
@@ -247,7 +254,7 @@ int main(int argc, char **argv)
         else if (mismatch && k < 4)
             mismatch_case(k == 0 ? "allreduce" : k == 1 ? "allgather" : k == 2 ? "alltoall"
                                                                                 : "bcast");
-        else if (!mismatch && (!test_loop || !strcmp(all[k], "iallreduce")))
+        else if (!mismatch && (!test_loop || all[k][0] == 'i'))
             one_case(all[k], test_loop);
     still_usable(seed);
     if (plait_finalize() != PLAIT_OK) {
