@@ -387,11 +387,11 @@ static inline int pcoll_is_reduction(int coll)
 const char *pcoll_dtype_name(plait_dtype_t dt);   /* "PLAIT_FLOAT32" ... */
 const char *pcoll_op_name(plait_op_t op);         /* "PLAIT_SUM" ... */
 int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine);
-/* A finished transfer r with rank peer (a receive of want bytes if is_recv):
- * PLAIT_OK, or the collective fn's error, naming the transfer's own cause. */
 /* Tells the other members that call `call` of comm failed here (rc, its
  * message set), where the cause is this rank's own (pt2pt/notice.c). */
 void pcoll_fail_tell_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, int rc);
+/* A finished transfer r with rank peer (a receive of want bytes if is_recv):
+ * PLAIT_OK, or the collective fn's error, naming the transfer's own cause. */
 int pcoll_xfer_check(plait_request_t r, int is_recv, size_t want, int peer, const char *fn);
 /* Prints the selection table (for plait_info): one line per rule. */
 void pcoll_selection_print(FILE *f);

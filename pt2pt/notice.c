@@ -33,9 +33,10 @@
  * messages they left: ppt_coll_diverged, at the end of this file.
  *
  * Nothing on the wire is trusted: a notice shorter than its call number and
- * code is dropped, a code other than those above reads PLAIT_ERR_ARG, its text is cut to PPT_NOTICE_TEXT bytes and anything but
- * printable ASCII in it becomes '?'; its source is checked against the
- * communicator when a wait reads it.
+ * code is dropped, a code other than those above reads PLAIT_ERR_ARG, its
+ * text is cut to PPT_NOTICE_TEXT bytes and anything but printable ASCII in it
+ * becomes '?'; its source is checked against the communicator when a wait
+ * reads it.
  */
 #include "config.h"
 

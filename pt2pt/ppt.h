@@ -342,8 +342,9 @@ int  ppt_peer_alive(ppt_state_t *s, int world);
  * bytes out, so peers still get what this process sent last. */
 int  ppt_quiesce_locked(ppt_state_t *s, double timeout_s);
 
-/* notice.c: a collective call this rank refused (bad arguments) is refused by
- * the others too, instead of leaving them waiting for its part. */
+/* notice.c: a collective call that fails on this rank for a cause of its own
+ * (its arguments, a mismatch it saw) fails on the others too, instead of
+ * leaving them waiting for its part. */
 /* Tells every other member that call `call` of comm failed here with code, why. */
 void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, int code,
                             const char *why);
