@@ -225,24 +225,6 @@ static int coll_start(const char *fn, ppt_state_t *s, plait_comm_t comm, const p
     return pcoll_sched_start_locked(sc, fn, storage, r);
 }
 
-/* A call whose arguments fail the checks here (rc, its message set) starts
- * nothing, but it counts as the communicator's next call all the same, and
- * the other members hear of it (pt2pt/notice.c): those waiting in it fail
- * at once quoting this rank's message, instead of waiting for its part for
- * ever (PLAIT_TIMEOUT 0) or until the timeout. Counted, the call keeps this
- * rank's later calls numbered as the others' are, and their messages'
- * tags in step (where every rank refuses the call alike, every rank counts
- * it). */
-static int coll_refuse(ppt_state_t *s, plait_comm_t comm, int rc)
-{
-    pthread_mutex_lock(&s->lock);
-    comm->coll_calls++;
-    comm->coll_seq++;
-    pcoll_fail_tell_locked(s, comm, comm->coll_calls, rc);
-    pthread_mutex_unlock(&s->lock);
-    return rc;
-}
-
 /* A count of 0 (the same on every rank, as the API requires) moves nothing:
  * no rank sends, so none needs to wait; a non-blocking call gets a request
  * that is already complete. It still takes its number in the communicator's
@@ -304,11 +286,17 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
         return rc;
     PRT_CHECK(ppt_comm_check(comm, fn));
     if ((rc = coll_check(fn, comm, a)) != PLAIT_OK)
-        return coll_refuse(s, comm, rc);
-    comm->coll_calls++;   /* (one thread at a time per communicator: coll_nothing) */
-    if (a->count == 0 && a->coll != PCOLL_ALLTOALLV)
+        return pcoll_refuse(s, comm, rc);
+    if (a->count == 0 && a->coll != PCOLL_ALLTOALLV) {
+        comm->coll_calls++;   /* (one thread at a time per communicator: coll_nothing) */
         return coll_nothing(fn, comm, req);
+    }
     pthread_mutex_lock(&s->lock);
+    /* (counted under the lock, with the blocking call marked: a peer's
+     * probe, answered by any thread's progress, must never read this call
+     * as finished: pt2pt/probe.c) */
+    comm->coll_calls++;
+    comm->coll_blocking = req ? 0 : comm->coll_calls;
     if (req) {
         rc = pcoll_sched_new(s, comm, 8, 16, &sc);
         if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
@@ -334,6 +322,7 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     }
     if (rc != PLAIT_OK)   /* a mismatch seen here: the others may wait for this rank */
         pcoll_fail_tell_locked(s, comm, comm->coll_calls, rc);
+    comm->coll_blocking = 0;
     pthread_mutex_unlock(&s->lock);
     pcoll_pool_put(avg16, avg16_cap);   /* the call is over: no peer reads it any more */
     return rc;
@@ -347,7 +336,7 @@ static int coll_nb(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_req
         if (!(s = ppt_enter(&rc, fn)))
             return rc;
         PRT_CHECK(ppt_comm_check(comm, fn));
-        return coll_refuse(s, comm, prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn));
+        return pcoll_refuse(s, comm, prt_err(PLAIT_ERR_ARG, "%s: req is NULL", fn));
     }
     *req = NULL;
     return coll_run(fn, comm, a, req);

@@ -42,9 +42,11 @@ int plait_ibarrier(plait_comm_t comm, plait_request_t *req)
     if (!(s = ppt_enter(&rc, "plait_ibarrier")))
         return rc;
     PRT_CHECK(ppt_comm_check(comm, "plait_ibarrier"));
-    if (!req)
-        return prt_err(PLAIT_ERR_ARG, "plait_ibarrier: req is NULL");
+    if (!req)   /* counted and told, as every collective's refusal (coll/util.c) */
+        return pcoll_refuse(s, comm, prt_err(PLAIT_ERR_ARG, "plait_ibarrier: req is NULL"));
+    *req = NULL;
     pthread_mutex_lock(&s->lock);
+    comm->coll_calls++;   /* (a peer's refusal names calls by this count: pt2pt/notice.c) */
     rc = barrier_start(s, comm, "plait_ibarrier", req);
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -79,6 +81,7 @@ int plait_barrier(plait_comm_t comm)
     PRT_CHECK(ppt_comm_check(comm, "plait_barrier"));
     pthread_mutex_lock(&s->lock);
     comm->coll_calls++;   /* (a peer's refusal names calls by this count: pt2pt/notice.c) */
+    comm->coll_blocking = comm->coll_calls;   /* (running: pt2pt/probe.c) */
     if (pcoll_area_use_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER}, "plait_barrier",
                               &rc)) {   /* flags on the shared area (coll/shm_small.c) */
         comm->coll_seq++;   /* an area call takes its number too (coll/api.c coll_run) */
@@ -88,6 +91,7 @@ int plait_barrier(plait_comm_t comm)
     } else {
         rc = pcoll_barrier_locked(s, comm, "plait_barrier", -1);
     }
+    comm->coll_blocking = 0;
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

@@ -72,6 +72,9 @@ typedef struct pcoll_sched {
                                         pcoll_sched_ahead) */
     int              posted;         /* rounds whose transfers are posted */
     int              send_flags;     /* ppt_isend_flags_locked's flags for its sends */
+    int              stall_round;    /* round + 1 a wait saw not moving since stall_ns (0: */
+    uint64_t         stall_ns;       /*  none yet), probed: its peers asked (pt2pt/probe.c) */
+    int              probed;
     struct plait_request *xfer;      /* posted transfer requests (storage, a ring of capxfer) */
     int             *xfer_op;        /* ... and the op index of each */
     int              xfer_lo, xfer_hi, capxfer;   /* transfers [lo, hi) posted and not dropped,
@@ -390,6 +393,9 @@ int pcoll_sig_mismatch(const char *fn, int p, uint32_t theirs, uint32_t mine);
 /* Tells the other members that call `call` of comm failed here (rc, its
  * message set), where the cause is this rank's own (pt2pt/notice.c). */
 void pcoll_fail_tell_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, int rc);
+/* A call refused here (bad arguments: rc, its message set) still counts as
+ * the communicator's next call, and the others hear of it; returns rc. */
+int  pcoll_refuse(ppt_state_t *s, plait_comm_t comm, int rc);
 /* A finished transfer r with rank peer (a receive of want bytes if is_recv):
  * PLAIT_OK, or the collective fn's error, naming the transfer's own cause. */
 int pcoll_xfer_check(plait_request_t r, int is_recv, size_t want, int peer, const char *fn);

@@ -440,6 +440,17 @@ static int sched_round_status(pcoll_sched_t *sc, const char *what)
     return rc;
 }
 
+/* Ends the call with rc and tells the other members when the cause is this
+ * rank's own (pcoll_fail_tell_locked: not a peer's notice, a timeout or a
+ * dead peer). Its unfinished transfers stay for sched_destroy (below). */
+static void sched_fail(plait_request_t req, int rc)
+{
+    pcoll_sched_t *sc = req->coll;
+    sc->round = sc->nrounds;
+    pcoll_fail_tell_locked(sc->s, sc->comm, req->call, rc);   /* (0: not a call's) */
+    ppt_req_complete(sc->s, req, rc);
+}
+
 /* Advances as many rounds as have completed; completes req at the end.
  * A failed call completes at once and leaves its unfinished transfers to
  * sched_destroy, when its owner frees it: withdrawing a send may wait, making
@@ -448,6 +459,8 @@ static int sched_round_status(pcoll_sched_t *sc, const char *what)
 static int sched_progress(plait_request_t req)
 {
     pcoll_sched_t *sc = req->coll;
+    if (atomic_load_explicit(&req->done, memory_order_acquire))
+        return 1;   /* failed outside a pass (sched_check_peers): still listed */
     while (sc->round < sc->nrounds) {
         int rc = sched_round_status(sc, req->what);
         /* A peer failed the call (notice.c)? Its reason, rather than what its
@@ -465,9 +478,7 @@ static int sched_progress(plait_request_t req)
         if (rc == PLAIT_OK && ++sc->round < sc->nrounds)
             rc = sched_post_ahead(sc);
         if (rc != PLAIT_OK) {
-            sc->round = sc->nrounds;
-            pcoll_fail_tell_locked(sc->s, sc->comm, req->call, rc);   /* (0: not a call's) */
-            ppt_req_complete(sc->s, req, rc);
+            sched_fail(req, rc);
             return 1;
         }
     }
@@ -481,6 +492,58 @@ static void sched_destroy(plait_request_t req)
     req->coll = NULL;
 }
 
+/* A round that has not moved for this long asks the peers it waits for where
+ * they are (pt2pt/probe.c): long against a healthy round, short against a
+ * user's patience. */
+#define PCOLL_PROBE_NS 500000000ull
+
+/* Asks each peer of the current round's unfinished transfers, once per
+ * round, when the round has not moved for PCOLL_PROBE_NS. */
+static void sched_probe(pcoll_sched_t *sc, uint32_t call)
+{
+    uint64_t now = prt_now_ns();
+    int end = xfer_cur_end(sc);
+    if (sc->stall_round != sc->round + 1) {   /* first look at this round */
+        sc->stall_round = sc->round + 1;
+        sc->stall_ns = now;
+        sc->probed = 0;
+        return;
+    }
+    if (sc->probed || now - sc->stall_ns < PCOLL_PROBE_NS)
+        return;
+    sc->probed = 1;
+    for (int i = sc->xfer_lo; i < end; i++) {
+        plait_request_t r = xfer_at(sc, i);
+        int asked = 0;
+        if (atomic_load_explicit(&r->done, memory_order_acquire))
+            continue;
+        for (int j = sc->xfer_lo; j < i && !asked; j++)   /* (once per peer) */
+            asked = xfer_at(sc, j)->peer == r->peer;
+        if (!asked)
+            ppt_coll_probe_locked(sc->s, sc->comm, r->peer, call, sc->tag);
+    }
+}
+
+/* Whether this call can never finish: a peer failed it, or the ranks went
+ * different ways (pt2pt/notice.c, pt2pt/probe.c). A receive still unmatched
+ * from a peer that finished the call will never be. */
+static int sched_doomed(pcoll_sched_t *sc, uint32_t call)
+{
+    int end = xfer_cur_end(sc);
+    PRT_CHECK(ppt_coll_noticed(sc->comm, call));
+    PRT_CHECK(ppt_coll_diverged(sc->comm, sc->tag, 0));
+    if (!sc->comm->cmq || !sc->comm->cmq->probes)
+        return PLAIT_OK;
+    PRT_CHECK(ppt_coll_probed(sc->comm, sc->tag));
+    for (int i = sc->xfer_lo; i < end; i++) {
+        plait_request_t r = xfer_at(sc, i);
+        if (r->kind == PPT_REQ_RECV && r->post_seq &&
+            !atomic_load_explicit(&r->done, memory_order_acquire))
+            PRT_CHECK(ppt_coll_passed(sc->comm, r->peer, call));
+    }
+    return PLAIT_OK;
+}
+
 /* Only the peers of the current round's unfinished transfers matter: a member
  * that has done its part and exited (e.g. left plait_finalize's barrier
  * early) is no failure. */
@@ -488,8 +551,19 @@ static int sched_check_peers(plait_request_t req)
 {
     pcoll_sched_t *sc = req->coll;
     int end = sc ? xfer_cur_end(sc) : 0;
-    if (sc && req->call)   /* the other ranks went another way? (pt2pt/notice.c) */
-        PRT_CHECK(ppt_coll_diverged(sc->comm, sc->tag, 0));
+    /* A call that cannot finish fails here: its request completes, so the
+     * waiting plait_wait frees it, as every failure but a timeout or a
+     * dead peer does, and where the cause was found here the others hear
+     * of it (a non-blocking call's only waiter is its caller's plait_wait;
+     * nothing else would tell them). */
+    if (sc && req->call && sc->round < sc->nrounds) {
+        int rc = sched_doomed(sc, req->call);
+        if (rc != PLAIT_OK) {
+            sched_fail(req, rc);
+            return rc;
+        }
+        sched_probe(sc, req->call);
+    }
     for (int i = sc ? sc->xfer_lo : 0; i < end; i++) {
         plait_request_t r = xfer_at(sc, i);
         if (!atomic_load_explicit(&r->done, memory_order_acquire) && r->world >= 0)

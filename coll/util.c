@@ -178,3 +178,21 @@ void pcoll_fail_tell_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, in
     ppt_coll_notify_locked(s, comm, call, rc, why);
     prt_err(rc, "%s", why);
 }
+
+/* A call whose arguments fail the checks here (rc, its message set) starts
+ * nothing, but it counts as the communicator's next call all the same, and
+ * the other members hear of it (pt2pt/notice.c): those waiting in it fail
+ * at once quoting this rank's message, instead of waiting for its part for
+ * ever (PLAIT_TIMEOUT 0) or until the timeout. Counted, the call keeps this
+ * rank's later calls numbered as the others' are, and their messages'
+ * tags in step (where every rank refuses the call alike, every rank counts
+ * it). */
+int pcoll_refuse(ppt_state_t *s, plait_comm_t comm, int rc)
+{
+    pthread_mutex_lock(&s->lock);
+    comm->coll_calls++;
+    comm->coll_seq++;
+    pcoll_fail_tell_locked(s, comm, comm->coll_calls, rc);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}

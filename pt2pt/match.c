@@ -63,6 +63,8 @@ void ppt_mq_fini(ppt_mq_t *mq)
         prt_map_fini(&mq->bins);
     free(mq->notices);
     mq->notices = NULL;
+    free(mq->probes);
+    mq->probes = NULL;
 }
 
 static void req_link(plait_request_t *head, plait_request_t *tail, plait_request_t req)

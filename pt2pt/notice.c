@@ -84,33 +84,41 @@ void ppt_notice_sweep_locked(ppt_state_t *s, int all)
     }
 }
 
+int ppt_notice_send_locked(ppt_state_t *s, plait_comm_t comm, int peer, int tag,
+                           const void *msg, size_t len)
+{
+    ppt_notice_tx_t *n;
+    plait_request_t r;
+    if (len > sizeof n->buf || !(n = calloc(1, sizeof *n)))
+        return PLAIT_ERR_NOMEM;
+    memcpy(n->buf, msg, len);
+    n->len = len;
+    r = &n->req;
+    if (ppt_isend_locked(s, comm, comm->cmq, n->buf, n->len, peer, tag, &r) != PLAIT_OK) {
+        free(n);
+        return PLAIT_ERR_NOMEM;
+    }
+    n->next = s->notice_tx;
+    s->notice_tx = n;
+    return PLAIT_OK;
+}
+
 void ppt_coll_notify_locked(ppt_state_t *s, plait_comm_t comm, uint32_t call, int code,
                             const char *why)
 {
+    unsigned char msg[PPT_NOTICE_HDR + PPT_NOTICE_TEXT];
     int32_t c = code;
     size_t tlen = strnlen(why, PPT_NOTICE_TEXT);
     if (comm->size < 2 || !call || comm->coll_told == call)
         return;
     comm->coll_told = call;
     ppt_notice_sweep_locked(s, 0);
-    for (int p = 0; p < comm->size; p++) {
-        ppt_notice_tx_t *n;
-        plait_request_t r;
-        if (p == comm->rank || !(n = calloc(1, sizeof *n)))
-            continue;   /* (best effort: without memory the others wait as before) */
-        memcpy(n->buf, &call, sizeof call);
-        memcpy(n->buf + sizeof call, &c, sizeof c);
-        memcpy(n->buf + PPT_NOTICE_HDR, why, tlen);
-        n->len = PPT_NOTICE_HDR + tlen;
-        r = &n->req;
-        if (ppt_isend_locked(s, comm, comm->cmq, n->buf, n->len, p, PPT_TAG_NOTICE, &r) !=
-            PLAIT_OK) {
-            free(n);
-            continue;
-        }
-        n->next = s->notice_tx;
-        s->notice_tx = n;
-    }
+    memcpy(msg, &call, sizeof call);
+    memcpy(msg + sizeof call, &c, sizeof c);
+    memcpy(msg + PPT_NOTICE_HDR, why, tlen);
+    for (int p = 0; p < comm->size; p++)   /* (best effort: without memory the others */
+        if (p != comm->rank)               /*  wait as before) */
+            (void)ppt_notice_send_locked(s, comm, p, PPT_TAG_NOTICE, msg, PPT_NOTICE_HDR + tlen);
 }
 
 /* What a peer's failure makes of the call here: no memory there (or a
@@ -183,10 +191,15 @@ int ppt_coll_diverged(plait_comm_t comm, int tag, int any_tag)
         if (((uint32_t)u->tag >> 24) == PPT_TAG_LIFE_H || ((uint32_t)u->tag & 0xffffffu) != seq ||
             (!any_tag && u->tag == tag))
             continue;
-        return prt_err(PLAIT_ERR_ARG, "rank %d runs this call (its collective call %u here) as "
-                       "another one: ranks passed different collectives, datatypes, operators "
-                       "or roots, or counts far enough apart to pick different algorithms",
-                       u->src, comm->coll_calls);
+        return ppt_coll_diverged_err(comm, u->src);
     }
     return PLAIT_OK;
+}
+
+int ppt_coll_diverged_err(plait_comm_t comm, int src)
+{
+    return prt_err(PLAIT_ERR_ARG, "rank %d runs this call (its collective call %u here) as "
+                   "another one: ranks passed different collectives, datatypes, operators "
+                   "or roots, or counts far enough apart to pick different algorithms", src,
+                   comm->coll_calls);
 }

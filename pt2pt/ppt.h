@@ -153,6 +153,9 @@ struct ppt_mq {
     struct ppt_notice *notices;                 /* collective context: the peers' refusals
                                                  * that came (notice.c), or NULL */
     unsigned        notice_next;
+    struct ppt_probe *probes;                   /* collective context: the peers' stall
+                                                 * probes and answers (probe.c), or NULL */
+    unsigned        probe_next;
 };
 
 /* ---------------------------------------------------------- communicators */
@@ -170,6 +173,7 @@ struct ppt_mq {
 #define PPT_TAG_CONSTRUCT(seq) ((int)(PPT_TAG_LIFE_H << 24 | ((seq) & 0x7fffffu)))
 #define PPT_TAG_FINALIZE ((int)(PPT_TAG_LIFE_H << 24 | 0x800000u))
 #define PPT_TAG_NOTICE   ((int)(PPT_TAG_LIFE_H << 24 | 0x800001u))   /* notice.c */
+#define PPT_TAG_PROBE    ((int)(PPT_TAG_LIFE_H << 24 | 0x800002u))   /* probe.c */
 
 struct plait_comm {
     uint32_t     magic;
@@ -180,6 +184,8 @@ struct plait_comm {
     uint32_t     coll_seq;          /* collectives started so far (tags of internal traffic) */
     uint32_t     coll_calls;        /* collective calls made on it, every kind and path (the
                                      * shared area checks that slots it reads are of this call) */
+    uint32_t     coll_blocking;     /* the blocking collective call running on it, 0: none
+                                     * (a peer's probe must not read it as finished) */
     uint32_t     coll_told;         /* the last call whose failure the members heard of from
                                      * this rank, or that failed here on a peer's notice
                                      * (notice.c): one notice per call, no echoes */
@@ -275,6 +281,7 @@ typedef struct ppt_state {
     _Atomic int      waiters;        /* program threads inside a wait loop: the polling
                                       * thread keeps off the lock (async_poll) */
     struct ppt_notice_tx *notice_tx; /* refusals on their way to the peers (notice.c) */
+    int             probes_due;     /* probes came that want an answer (probe.c) */
 } ppt_state_t;
 
 /* The library instance between plait_init and plait_finalize, else NULL. */
@@ -356,8 +363,31 @@ int  ppt_coll_noticed(plait_comm_t comm, uint32_t call);
  * its sender runs another kind of call under that number (any_tag: any
  * message under it, for a call that sends none). */
 int  ppt_coll_diverged(plait_comm_t comm, int tag, int any_tag);
+/* The text of that failure, naming rank src of comm (the call: comm's latest). */
+int  ppt_coll_diverged_err(plait_comm_t comm, int src);
 /* Frees the notices sent (all: at finalize, whatever their state). */
 void ppt_notice_sweep_locked(ppt_state_t *s, int all);
+/* Sends msg (at most 248 bytes) to peer on comm's collective context with a
+ * reserved tag, kept until sent (ppt_notice_sweep_locked); PLAIT_ERR_NOMEM. */
+int  ppt_notice_send_locked(ppt_state_t *s, plait_comm_t comm, int peer, int tag,
+                            const void *msg, size_t len);
+
+/* probe.c: a collective call stalled on some peers asks them where they are,
+ * to tell a mismatch that sent no message from a slow peer. */
+/* Asks comm rank peer (once per stalled round of call `call`, tag `tag`). */
+void ppt_coll_probe_locked(ppt_state_t *s, plait_comm_t comm, int peer, uint32_t call, int tag);
+/* A peer's probe or answer that reached this rank (rx_eager: PPT_TAG_PROBE). */
+void ppt_probe_rx(ppt_state_t *s, ppt_mq_t *mq, int src, int world, const void *payload,
+                  size_t len);
+/* End of a progress pass: answers the probes that came (s->probes_due). */
+void ppt_probe_answer_locked(ppt_state_t *s);
+/* PLAIT_ERR_ARG if a peer's probe shows it runs the call tagged `tag` as
+ * another one. */
+int  ppt_coll_probed(plait_comm_t comm, int tag);
+/* PLAIT_ERR_ARG if comm rank peer said it finished call `call` (and every
+ * earlier one), where a receive of that call from it is still unmatched
+ * here: it went past without sending it. */
+int  ppt_coll_passed(plait_comm_t comm, int peer, uint32_t call);
 
 /* match.c */
 int  ppt_mq_post(ppt_mq_t *mq, plait_request_t req);

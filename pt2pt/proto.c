@@ -581,6 +581,10 @@ static int rx_eager(ppt_state_t *s, int world, const ppt_hdr_t *h, const void *p
         ppt_notice_rx(mq, h->src, payload, h->len);
         return PLAIT_OK;
     }
+    if (h->tag == PPT_TAG_PROBE && (h->ctx & 1)) {    /* a stalled peer asks (probe.c) */
+        ppt_probe_rx(s, mq, h->src, world, payload, h->len);
+        return PLAIT_OK;
+    }
     if ((r = ppt_mq_match_posted(mq, h->src, h->tag)) != NULL) {
         recv_copy(s, r, h->src, h->tag, payload, h->len);
         return PLAIT_OK;

@@ -134,6 +134,8 @@ int ppt_progress_locked(ppt_state_t *s)
             n++;
         }
     }
+    if (s->probes_due)   /* (after the transports: sends from here, not from inside rx) */
+        ppt_probe_answer_locked(s);
     prt_err_undivert(err_side);
     return n;
 }
@@ -212,10 +214,9 @@ int ppt_peer_alive(ppt_state_t *s, int world)
  * receive depends on every member. */
 static int wait_check_peers(ppt_state_t *s, plait_request_t r)
 {
-    if (r->call && r->comm) {   /* a peer failed the collective call this waits in */
-        PRT_CHECK(ppt_coll_noticed(r->comm, r->call));
-        if (r->kind != PPT_REQ_COLL)   /* (a schedule looks in its check_peers) */
-            PRT_CHECK(ppt_coll_diverged(r->comm, r->tag, 0));
+    if (r->call && r->comm && r->kind != PPT_REQ_COLL) {   /* (a schedule: its check_peers) */
+        PRT_CHECK(ppt_coll_noticed(r->comm, r->call));   /* a peer failed the call? */
+        PRT_CHECK(ppt_coll_diverged(r->comm, r->tag, 0));
     }
     if (r->check_peers)
         return r->check_peers(r);
@@ -501,6 +502,24 @@ static void status_empty(plait_status_t *status)
     }
 }
 
+/* A plait_test loop looks at what a wait looks at, as often (every
+ * PPT_ALIVE_CHECK_NS): a dead peer, a peer's failure of the collective call
+ * (which completes the request with it), ranks gone another way. Without it
+ * such a loop spun for ever. No deadline: a loop has no start to count it
+ * from. */
+static int test_check_peers(ppt_state_t *s, plait_request_t req)
+{
+    uint64_t now = prt_now_ns();
+    int rc;
+    if (now - s->last_alive_ns <= PPT_ALIVE_CHECK_NS)
+        return PLAIT_OK;
+    s->last_alive_ns = now;
+    if ((rc = wait_check_peers(s, req)) == PLAIT_OK)
+        return PLAIT_OK;
+    ppt_progress_locked(s);   /* its last frames may still be in the ring */
+    return req_done(req) ? PLAIT_OK : wait_fail(req, rc, "plait_test", 0, -1);
+}
+
 int plait_test(plait_request_t *req, int *done, plait_status_t *status)
 {
     ppt_state_t *s;
@@ -518,10 +537,11 @@ int plait_test(plait_request_t *req, int *done, plait_status_t *status)
     pthread_mutex_lock(&s->lock);
     if (!req_done(*req))
         ppt_progress_locked(s);
+    rc = req_done(*req) ? PLAIT_OK : test_check_peers(s, *req);
     pthread_mutex_unlock(&s->lock);
     *done = req_done(*req);
     if (!*done)
-        return PLAIT_OK;
+        return rc;   /* a dead peer: the request stays valid, as plait_wait leaves it */
     rc = req_result(*req, "plait_test");
     req_finish(s, req, status);
     return rc;
