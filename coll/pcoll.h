@@ -53,6 +53,11 @@ typedef struct {                     /* a scratch buffer from the pool or malloc
     size_t cap;                      /* its size (it goes back to the pool) */
 } pcoll_tmp_t;
 
+/* A wait that has not moved for this long asks the peers it waits for where
+ * they are (pt2pt/probe.c): long against a healthy round, short against a
+ * user's patience. */
+#define PCOLL_PROBE_NS 500000000ull
+
 typedef struct pcoll_sched {
     ppt_state_t     *s;
     plait_comm_t     comm;

@@ -492,11 +492,6 @@ static void sched_destroy(plait_request_t req)
     req->coll = NULL;
 }
 
-/* A round that has not moved for this long asks the peers it waits for where
- * they are (pt2pt/probe.c): long against a healthy round, short against a
- * user's patience. */
-#define PCOLL_PROBE_NS 500000000ull
-
 /* Asks each peer of the current round's unfinished transfers, once per
  * round, when the round has not moved for PCOLL_PROBE_NS. */
 static void sched_probe(pcoll_sched_t *sc, uint32_t call)
@@ -518,7 +513,8 @@ static void sched_probe(pcoll_sched_t *sc, uint32_t call)
         if (atomic_load_explicit(&r->done, memory_order_acquire))
             continue;
         for (int j = sc->xfer_lo; j < i && !asked; j++)   /* (once per peer) */
-            asked = xfer_at(sc, j)->peer == r->peer;
+            asked = xfer_at(sc, j)->peer == r->peer &&
+                    !atomic_load_explicit(&xfer_at(sc, j)->done, memory_order_acquire);
         if (!asked)
             ppt_coll_probe_locked(sc->s, sc->comm, r->peer, call, sc->tag);
     }
@@ -526,7 +522,8 @@ static void sched_probe(pcoll_sched_t *sc, uint32_t call)
 
 /* Whether this call can never finish: a peer failed it, or the ranks went
  * different ways (pt2pt/notice.c, pt2pt/probe.c). A receive still unmatched
- * from a peer that finished the call will never be. */
+ * from a peer that finished the call will never be matched, nor a send that
+ * peer has not answered (its CTS or FIN would have come first). */
 static int sched_doomed(pcoll_sched_t *sc, uint32_t call)
 {
     int end = xfer_cur_end(sc);
@@ -537,9 +534,10 @@ static int sched_doomed(pcoll_sched_t *sc, uint32_t call)
     PRT_CHECK(ppt_coll_probed(sc->comm, sc->tag));
     for (int i = sc->xfer_lo; i < end; i++) {
         plait_request_t r = xfer_at(sc, i);
-        if (r->kind == PPT_REQ_RECV && r->post_seq &&
+        if (((r->kind == PPT_REQ_RECV && r->post_seq) ||
+             (r->kind == PPT_REQ_SEND && r->rts_open)) &&
             !atomic_load_explicit(&r->done, memory_order_acquire))
-            PRT_CHECK(ppt_coll_passed(sc->comm, r->peer, call));
+            PRT_CHECK(ppt_coll_passed(sc->comm, r->peer, call, r->kind == PPT_REQ_SEND));
     }
     return PLAIT_OK;
 }

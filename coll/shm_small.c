@@ -474,6 +474,10 @@ static int area_alive(const area_call_t *c, uint32_t want, int only, int k)
     for (int p = k; p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1) {
         if (p == c->comm->rank || area_arrived(c->A, p, want))
             continue;
+        if ((rc = ppt_coll_passed(c->comm, p, c->call, 0)) != PLAIT_OK) {   /* its probe's */
+            snprintf(cause, sizeof cause, "%s", prt_err_text());         /* answer */
+            return prt_err(rc, "%s: %s", c->fn, cause);
+        }
         if (ppt_peer_alive(c->s, c->comm->world_of[p]) != PLAIT_OK) {
             snprintf(cause, sizeof cause, "%s", prt_err_text());
             return prt_err(PLAIT_ERR_PEER, "%s: %s while waiting for rank %d in the "
@@ -481,6 +485,16 @@ static int area_alive(const area_call_t *c, uint32_t want, int only, int k)
         }
     }
     return PLAIT_OK;
+}
+
+/* Once the wait has not moved for PCOLL_PROBE_NS, asks the ranks it waits
+ * for where they are (pt2pt/probe.c): one that answers it finished this call
+ * never published its part (area_alive). No tag: an area call sends none. */
+static void area_probe(const area_call_t *c, uint32_t want, int only, int k)
+{
+    for (int p = k; p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1)
+        if (p != c->comm->rank && !area_arrived(c->A, p, want))
+            ppt_coll_probe_locked(c->s, c->comm, p, c->call, 0);
 }
 
 /* Sleeps on the bell unless the awaited flags are there (checked after
@@ -502,6 +516,7 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only)
     int n = c->comm->size, k = 0, stage = 0, rc;
     uint32_t iter = 0;
     uint64_t now, last_alive = 0;
+    int probed = 0;
     prt_backoff_t b;
     for (;; iter++) {
         if ((k = area_missing(c, want, only, k)) >= n)
@@ -518,6 +533,10 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only)
                 last_alive = now;
                 if ((rc = area_alive(c, want, only, k)) != PLAIT_OK)
                     return rc;
+                if (!probed && now - b.start_ns > PCOLL_PROBE_NS && c->call) {
+                    probed = 1;
+                    area_probe(c, want, only, k);
+                }
             }
             if (prt_backoff_expired(&b, now))
                 return area_timeout(c, want, only, k, (double)(now - b.start_ns) * 1e-9);

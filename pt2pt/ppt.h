@@ -96,6 +96,8 @@ struct plait_request {
                                      * from buf (zero copy); completes when 0 and streamed */
     int              zc_streamed;   /* send: every DATA frame handed over (or refused) */
     int              zc_rc;         /* send: the stream's result (a transport failure wins) */
+    int              rts_open;      /* send: RTS out, neither CTS nor FIN back yet (the
+                                     * receiver has not matched it: probe.c) */
     int              withdrawing;   /* send: its call failed, WDRAW sent, its answer awaited
                                      * (proto.c, send_withdraw) */
     struct plait_request *prev, *next;   /* posted-receive list or active-collective list */
@@ -386,8 +388,8 @@ void ppt_probe_answer_locked(ppt_state_t *s);
 int  ppt_coll_probed(plait_comm_t comm, int tag);
 /* PLAIT_ERR_ARG if comm rank peer said it finished call `call` (and every
  * earlier one), where a receive of that call from it is still unmatched
- * here: it went past without sending it. */
-int  ppt_coll_passed(plait_comm_t comm, int peer, uint32_t call);
+ * here, or a send (send) to it unanswered: it went past without its part. */
+int  ppt_coll_passed(plait_comm_t comm, int peer, uint32_t call, int send);
 
 /* match.c */
 int  ppt_mq_post(ppt_mq_t *mq, plait_request_t req);

@@ -185,7 +185,8 @@ int ppt_coll_probed(plait_comm_t comm, int tag)
     const ppt_probe_t *ring = comm->cmq ? comm->cmq->probes : NULL;
     for (int i = 0; ring && i < PPT_PROBE_RING; i++) {
         const ppt_probe_t *e = &ring[i];
-        if (!probe_from_member(comm, e) || e->m.kind != PPT_PROBE_ASK || e->m.tag == tag ||
+        if (!probe_from_member(comm, e) || e->m.kind != PPT_PROBE_ASK || !e->m.tag ||
+            e->m.tag == tag ||
             ((uint32_t)e->m.tag & 0xffffffu) != ((uint32_t)tag & 0xffffffu))
             continue;
         return ppt_coll_diverged_err(comm, e->src);
@@ -193,7 +194,7 @@ int ppt_coll_probed(plait_comm_t comm, int tag)
     return PLAIT_OK;
 }
 
-int ppt_coll_passed(plait_comm_t comm, int peer, uint32_t call)
+int ppt_coll_passed(plait_comm_t comm, int peer, uint32_t call, int send)
 {
     const ppt_probe_t *ring = comm->cmq ? comm->cmq->probes : NULL;
     for (int i = 0; ring && call && i < PPT_PROBE_RING; i++) {
@@ -201,8 +202,8 @@ int ppt_coll_passed(plait_comm_t comm, int peer, uint32_t call)
         if (e->src != peer || !probe_from_member(comm, e) || e->m.low <= call)
             continue;
         return prt_err(PLAIT_ERR_ARG, "rank %d finished this call (its collective call %u) "
-                       "without sending this rank its part%s: ranks passed different "
-                       "collectives, counts or roots", peer, call,
+                       "without %s this rank's part%s: ranks passed different collectives, "
+                       "counts or roots", peer, call, send ? "receiving" : "sending",
                        e->m.low == UINT32_MAX ? ", and freed the communicator" : "");
     }
     return PLAIT_OK;

@@ -686,6 +686,7 @@ static void rx_cts(ppt_state_t *s, int world, const ppt_hdr_t *h)
         return;
     }
     prt_trace('c', (int64_t)h->aux, world, h->sid);
+    r->rts_open = 0;
     t = calloc(1, sizeof *t);
     if (!t) {
         ppt_req_unregister(s, r);
@@ -748,6 +749,7 @@ static void rx_fin(ppt_state_t *s, int world, const ppt_hdr_t *h)
         prt_log(PRT_LOG_DEBUG, "dropped a FIN from rank %d naming no live send", world);
         return;
     }
+    r->rts_open = 0;
     if (h->aux == PPT_FIN_WITHDRAWN) {   /* (send_withdraw waits for it) */
         if (!r->withdrawing)
             return;
@@ -926,6 +928,7 @@ int ppt_isend_flags_locked(ppt_state_t *s, plait_comm_t comm, ppt_mq_t *mq, cons
         rc = tx_frame(s, world, &h, buf, len, r);
     } else {
         h.type = PPT_RTS;
+        r->rts_open = 1;
         rc = ppt_req_register(s, r);
         h.sid = r->id;
         h.aux = (uint64_t)(uintptr_t)buf;

@@ -16,6 +16,7 @@
  *              others may complete)
  *   iallreduce non-blocking, L's req NULL; the others complete it with
  *              plait_wait, or with a plait_test loop ("test")
+ *   ibarrier   L's req NULL (it once neither counted the call nor told)
  *   ialltoall  non-blocking, 65536 int32 in all, L's recvbuf NULL: the
  *              others' sends to L are still out when their call fails, and
  *              freeing the request withdraws them (it once did so without
@@ -73,6 +74,9 @@ static int call(const char *kind, int bad, plait_comm_t c, int test_loop, int *i
         return plait_gather(in, out, SMALL, PLAIT_INT32, bad ? -1 : 0, c);
     if (!strcmp(kind, "bcast"))
         return plait_bcast(out, SMALL, PLAIT_INT32, bad ? np + 5 : 0, c);
+    if (!strcmp(kind, "ibarrier"))
+        rc = plait_ibarrier(c, bad ? NULL : &q);
+    else
     rc = !strcmp(kind, "ialltoall")
            ? plait_ialltoall(in, bad ? NULL : out, BIG / (size_t)np, PLAIT_INT32, c, &q)
            : plait_iallreduce(in, out, SMALL, PLAIT_INT32, PLAIT_SUM, c, bad ? NULL : &q);
@@ -200,6 +204,119 @@ static void diverge_case(int k)
         FAIL("%s: comm_free: %s", names[k], plait_last_error());
 }
 
+/* Every rank refuses the same call alike (recvbuf NULL): nothing is left
+ * behind, and the same communicator's next calls -- ibarrier, barrier,
+ * iallreduce -- work (the ibarrier once took the refused call's number and
+ * failed with its notice). */
+static void alike_case(void)
+{
+    int in[SMALL], out[SMALL], rc;
+    plait_request_t q = NULL;
+    plait_comm_t c;
+    if (plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
+        FAIL("alike: setup: %s", plait_last_error());
+        exit(1);
+    }
+    for (int i = 0; i < SMALL; i++)
+        in[i] = me * 100 + i;
+    if ((rc = plait_allreduce(in, NULL, SMALL, PLAIT_INT32, PLAIT_SUM, c)) != PLAIT_ERR_ARG)
+        FAIL("alike: every rank's refused allreduce got %d", rc);
+    for (int k = 0; k < 3; k++) {
+        rc = plait_ibarrier(c, &q);
+        if (rc != PLAIT_OK || (rc = plait_wait(&q, NULL)) != PLAIT_OK)
+            FAIL("alike: ibarrier %d after the refusal: %s", k, plait_last_error());
+    }
+    if (plait_barrier(c) != PLAIT_OK)
+        FAIL("alike: barrier after the refusal: %s", plait_last_error());
+    memset(out, 0xA5, sizeof out);
+    rc = plait_iallreduce(in, out, SMALL, PLAIT_INT32, PLAIT_SUM, c, &q);
+    if (rc != PLAIT_OK || (rc = plait_wait(&q, NULL)) != PLAIT_OK)
+        FAIL("alike: iallreduce after the refusal: %s", plait_last_error());
+    for (int i = 0; i < SMALL && rc == PLAIT_OK; i++)
+        if (out[i] != 100 * np * (np - 1) / 2 + np * i) {
+            FAIL("alike: iallreduce element %d is %d, expected %d", i, out[i],
+                 100 * np * (np - 1) / 2 + np * i);
+            break;
+        }
+    if (plait_comm_free(&c) != PLAIT_OK)
+        FAIL("alike: comm_free: %s", plait_last_error());
+}
+
+/* Non-blocking, L passes MAX where the others pass MIN to an ireduce of 57
+ * float32 to root 0, completed with plait_wait, with plait_waitall behind an
+ * ibcast, or with a plait_test loop (how = 0, 1, 2). The rank that sees the
+ * other kind's message fails and tells the others (it once told nobody, and
+ * the root waited for ever); a failed call's handle is freed (NULL). */
+static void nb_diverge_case(int how)
+{
+    static const char *hows[] = {"plait_wait", "plait_waitall", "plait_test loop"};
+    float s[57] = {0}, r[57];
+    double b[484] = {0};
+    plait_request_t q[2] = {NULL, NULL};
+    int k = 0, rc, done = 0;
+    plait_comm_t c;
+    if (plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
+        FAIL("nb diverge: setup: %s", plait_last_error());
+        exit(1);
+    }
+    if (how == 1)
+        plait_ibcast(b, 484, PLAIT_FLOAT64, 0, c, &q[k++]);
+    rc = plait_ireduce(s, r, 57, PLAIT_FLOAT32, me == np - 1 ? PLAIT_MAX : PLAIT_MIN, 0, c, &q[k++]);
+    if (rc == PLAIT_OK && how == 0)
+        rc = plait_wait(&q[0], NULL);
+    else if (rc == PLAIT_OK && how == 1)
+        rc = plait_waitall(2, q, NULL);
+    while (rc == PLAIT_OK && how == 2 && !done)
+        rc = plait_test(&q[0], &done, NULL);
+    fprintf(stderr, "rank %d: ireduce MAX against MIN, %s -> %s: %s\n", me, hows[how],
+            plait_strerror(rc), rc ? plait_last_error() : "");
+    if ((rc != PLAIT_OK && rc != PLAIT_ERR_ARG) || (me == 0 && rc != PLAIT_ERR_ARG))
+        FAIL("ireduce MAX against MIN, %s: got %d (%s), expected PLAIT_ERR_ARG%s", hows[how], rc,
+             plait_strerror(rc), me ? " or PLAIT_OK" : " at the root");
+    if (q[0] || q[1])
+        FAIL("ireduce MAX against MIN, %s: a request is left posted after %s", hows[how],
+             plait_strerror(rc));
+    if (plait_comm_free(&c) != PLAIT_OK)
+        FAIL("nb diverge: comm_free: %s", plait_last_error());
+}
+
+/* "silent": mismatches that leave no message of another kind anywhere,
+ * found by the stalled ranks' probes (pt2pt/probe.c):
+ *   0  reduce of 16 int32: L passes root 1, the others root 0
+ *   1  the same with 65536 int32
+ *   2  bcast of 16 int32 from root 0: rank np/2 passes count 0 (with
+ *      four or more ranks a binomial tree has it forward to another)
+ *   3  the same with 65536 int32
+ * Every rank must return PLAIT_OK or PLAIT_ERR_ARG, none may wait for ever
+ * (with PLAIT_TIMEOUT=0 a hang fails the job). */
+static void silent_case(int k)
+{
+    static const char *names[] = {"reduce, roots differ, 16", "reduce, roots differ, 65536",
+                                  "bcast, a count of 0, 16", "bcast, a count of 0, 65536"};
+    size_t n = k & 1 ? BIG : SMALL;
+    int *in = calloc(n, sizeof(int)), *out = malloc(n * sizeof(int)), rc;
+    plait_comm_t c;
+    double t0;
+    if (!in || !out || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
+        FAIL("%s: setup: %s", names[k], plait_last_error());
+        exit(1);
+    }
+    memset(out, 0xA5, n * sizeof(int));
+    t0 = plait_wtime();
+    rc = k < 2 ? plait_reduce(in, out, n, PLAIT_INT32, PLAIT_SUM, me == np - 1 ? 1 : 0, c)
+               : plait_bcast(me == 0 ? in : out, me == np / 2 ? 0 : n, PLAIT_INT32, 0, c);
+    fprintf(stderr, "rank %d: %s -> %s after %.2f s: %s\n", me, names[k], plait_strerror(rc),
+            plait_wtime() - t0, rc ? plait_last_error() : "");
+    if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG &&
+        !(rc == PLAIT_ERR_TRANSPORT && strstr(plait_last_error(), "withdrew")))
+        FAIL("%s: got %d (%s), expected PLAIT_ERR_ARG or PLAIT_OK", names[k], rc,
+             plait_strerror(rc));
+    free(in);
+    free(out);
+    if (plait_comm_free(&c) != PLAIT_OK)
+        FAIL("%s: comm_free: %s", names[k], plait_last_error());
+}
+
 /* A correct allreduce on the world afterwards, against a local reference. */
 static void still_usable(unsigned seed)
 {
@@ -227,12 +344,13 @@ static void still_usable(unsigned seed)
 int main(int argc, char **argv)
 {
     static const char *all[] = {"allreduce", "big", "allgather", "alltoall", "gather", "bcast",
-                                "iallreduce", "ialltoall"};
+                                "iallreduce", "ialltoall", "ibarrier"};
     const char *s = getenv("PLAIT_TEST_SEED");
     unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : 20261128u;
     int test_loop = argc > 1 && !strcmp(argv[1], "test");
     int mismatch = argc > 1 && !strcmp(argv[1], "mismatch");
     int diverge = argc > 1 && !strcmp(argv[1], "diverge");
+    int silent = argc > 1 && !strcmp(argv[1], "silent");
     if (plait_init() != PLAIT_OK) {
         fprintf(stderr, "plait_init: %s\n", plait_last_error());
         return 1;
@@ -246,16 +364,19 @@ int main(int argc, char **argv)
         plait_finalize();
         return 1;
     }
-    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
-        if (diverge && k < 4)
-            diverge_case((int)k);
-        else if (diverge)
-            continue;
-        else if (mismatch && k < 4)
-            mismatch_case(k == 0 ? "allreduce" : k == 1 ? "allgather" : k == 2 ? "alltoall"
-                                                                                : "bcast");
-        else if (!mismatch && (!test_loop || all[k][0] == 'i'))
+    for (int k = 0; silent && k < 4; k++)
+        silent_case(k);
+    for (int k = 0; diverge && k < 4; k++)
+        diverge_case(k);
+    for (int how = 0; diverge && how < 3; how++)
+        nb_diverge_case(how);
+    for (int k = 0; mismatch && k < 4; k++)
+        mismatch_case(k == 0 ? "allreduce" : k == 1 ? "allgather" : k == 2 ? "alltoall" : "bcast");
+    for (size_t k = 0; !silent && !diverge && !mismatch && k < sizeof all / sizeof all[0]; k++)
+        if (!test_loop || all[k][0] == 'i')
             one_case(all[k], test_loop);
+    if (!silent && !diverge && !mismatch && !test_loop)
+        alike_case();
     still_usable(seed);
     if (plait_finalize() != PLAIT_OK) {
         FAIL("finalize: %s", plait_last_error());
