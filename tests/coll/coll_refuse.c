@@ -137,6 +137,22 @@ static void one_case(const char *kind, int test_loop)
         FAIL("%s: comm_free: %s", kind, plait_last_error());
 }
 
+/* The end of a case where a mismatch may fail the call: every rank must
+ * return PLAIT_OK or PLAIT_ERR_ARG (a rank whose notice came after the
+ * notifier's withdrawn sends may say so instead); frees what the case made. */
+static void mismatch_end(const char *name, int rc, double t0, plait_comm_t *c, int *in, int *out)
+{
+    fprintf(stderr, "rank %d: %s -> %s after %.2f s: %s\n", me, name, plait_strerror(rc),
+            plait_wtime() - t0, rc ? plait_last_error() : "");
+    if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG &&
+        !(rc == PLAIT_ERR_TRANSPORT && strstr(plait_last_error(), "withdrew")))
+        FAIL("%s: got %d (%s), expected PLAIT_ERR_ARG or PLAIT_OK", name, rc, plait_strerror(rc));
+    free(in);
+    free(out);
+    if (plait_comm_free(c) != PLAIT_OK)
+        FAIL("%s: comm_free: %s", name, plait_last_error());
+}
+
 /* L passes twice the count: the transfers show it (truncated or short
  * messages), the rank that sees it tells the others. */
 static void mismatch_case(const char *kind)
@@ -146,6 +162,7 @@ static void mismatch_case(const char *kind)
     int *in = calloc(cap, sizeof(int)), *out = malloc(cap * sizeof(int));
     plait_comm_t c;
     double t0;
+    char name[48];
     if (!in || !out || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
         FAIL("%s: setup: %s", kind, plait_last_error());
         exit(1);
@@ -156,20 +173,10 @@ static void mismatch_case(const char *kind)
        : !strcmp(kind, "allgather") ? plait_allgather(in, out, n / 4, PLAIT_INT32, c)
        : !strcmp(kind, "alltoall") ? plait_alltoall(in, out, n / (size_t)np, PLAIT_INT32, c)
        : plait_bcast(me == 0 ? in : out, n, PLAIT_INT32, 0, c);
-    fprintf(stderr, "rank %d: mismatched %s -> %s after %.2f s: %s\n", me, kind,
-            plait_strerror(rc), plait_wtime() - t0, rc ? plait_last_error() : "");
-    /* (a rank whose notice of the rank that saw it came after that rank's
-     * withdrawn sends says so instead) */
-    if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG &&
-        !(rc == PLAIT_ERR_TRANSPORT && strstr(plait_last_error(), "withdrew")))
-        FAIL("mismatched %s: got %d (%s), expected PLAIT_ERR_ARG or PLAIT_OK", kind, rc,
-             plait_strerror(rc));
+    snprintf(name, sizeof name, "mismatched %s", kind);
     if (me == last && rc == PLAIT_OK)
-        FAIL("mismatched %s: the rank with twice the count got PLAIT_OK", kind);
-    free(in);
-    free(out);
-    if (plait_comm_free(&c) != PLAIT_OK)
-        FAIL("%s: comm_free: %s", kind, plait_last_error());
+        FAIL("%s: the rank with twice the count got PLAIT_OK", name);
+    mismatch_end(name, rc, t0, &c, in, out);
 }
 
 /* L makes another kind of call (case k of the "diverge" list above). */
@@ -192,16 +199,7 @@ static void diverge_case(int k)
        : k == 2 && bad ? plait_bcast(out, SMALL, PLAIT_INT32, 0, c)
        : plait_allreduce(in, out, k == 3 && bad ? 2 * BIG : k == 3 ? BIG : SMALL, PLAIT_INT32,
                          PLAIT_SUM, c);
-    fprintf(stderr, "rank %d: %s -> %s after %.2f s: %s\n", me, names[k], plait_strerror(rc),
-            plait_wtime() - t0, rc ? plait_last_error() : "");
-    if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG &&
-        !(rc == PLAIT_ERR_TRANSPORT && strstr(plait_last_error(), "withdrew")))
-        FAIL("%s: got %d (%s), expected PLAIT_ERR_ARG or PLAIT_OK", names[k], rc,
-             plait_strerror(rc));
-    free(in);
-    free(out);
-    if (plait_comm_free(&c) != PLAIT_OK)
-        FAIL("%s: comm_free: %s", names[k], plait_last_error());
+    mismatch_end(names[k], rc, t0, &c, in, out);
 }
 
 /* Every rank refuses the same call alike (recvbuf NULL): nothing is left
@@ -305,16 +303,7 @@ static void silent_case(int k)
     t0 = plait_wtime();
     rc = k < 2 ? plait_reduce(in, out, n, PLAIT_INT32, PLAIT_SUM, me == np - 1 ? 1 : 0, c)
                : plait_bcast(me == 0 ? in : out, me == np / 2 ? 0 : n, PLAIT_INT32, 0, c);
-    fprintf(stderr, "rank %d: %s -> %s after %.2f s: %s\n", me, names[k], plait_strerror(rc),
-            plait_wtime() - t0, rc ? plait_last_error() : "");
-    if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG &&
-        !(rc == PLAIT_ERR_TRANSPORT && strstr(plait_last_error(), "withdrew")))
-        FAIL("%s: got %d (%s), expected PLAIT_ERR_ARG or PLAIT_OK", names[k], rc,
-             plait_strerror(rc));
-    free(in);
-    free(out);
-    if (plait_comm_free(&c) != PLAIT_OK)
-        FAIL("%s: comm_free: %s", names[k], plait_last_error());
+    mismatch_end(names[k], rc, t0, &c, in, out);
 }
 
 /* A correct allreduce on the world afterwards, against a local reference. */

@@ -145,4 +145,8 @@ PROG=$B/tests/coll/coll_overlap MODE="on churn" job "2 hosts x 1 rank bound, pol
 # on both hosts, fail at once naming it (pt2pt/notice.c) instead of waiting
 OK="coll_refuse: ok" PROG=$B/tests/coll/coll_refuse MODE=" " job "2 hosts x 2 ranks, one rank refuses a call: the others fail at once" \
     --host h1:2,h2:2 -- PLAIT_TIMEOUT=0
+# mismatches no message shows (roots differ, a count of 0): the stalled ranks'
+# probes cross hosts too (pt2pt/probe.c)
+OK="coll_refuse: ok" PROG=$B/tests/coll/coll_refuse MODE=silent job "2 hosts x 2 ranks, mismatches no message shows: probes find them" \
+    --host h1:2,h2:2 -- PLAIT_TIMEOUT=0
 exit $((failures > 0))

@@ -45,5 +45,7 @@ if [ -x "$B/tests/coll/coll_refuse" ]; then
         4 "" "$B/tests/coll/coll_refuse"
     PLAIT_TIMEOUT=0 job "mpirun: another kind of call on one rank, all fail at once -n 3" \
         3 "" "$B/tests/coll/coll_refuse" diverge
+    PLAIT_TIMEOUT=0 job "mpirun: mismatches no message shows, stalled ranks' probes find them -n 4" \
+        4 "" "$B/tests/coll/coll_refuse" silent
 fi
 peers_finish

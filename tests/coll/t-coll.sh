@@ -232,6 +232,17 @@ if [ -x "$REFUSE" ]; then
         4 0 "${MSG[@]}" -- diverge
     PROG=$REFUSE job "another kind of call on one rank, udp: all fail, no timeout (3 ranks)" \
         3 0 PLAIT_TRANSPORT=udp -- diverge
+    # mismatches that leave no message of another kind (roots differ, a count
+    # of 0 on one rank): the stalled ranks ask their peers where they are
+    # (pt2pt/probe.c), no timeout
+    PROG=$REFUSE job "mismatches no message shows: stalled ranks' probes find them, no timeout (4 ranks)" \
+        4 0 -- silent
+    PROG=$REFUSE job "mismatches no message shows, two ranks (shared area): probes, no timeout" \
+        2 0 -- silent
+    PROG=$REFUSE job "mismatches no message shows, tcp: probes, no timeout (5 ranks)" \
+        5 0 PLAIT_TRANSPORT=tcp -- silent
+    PROG=$REFUSE job "mismatches no message shows, udp: probes, no timeout (3 ranks)" \
+        3 0 PLAIT_TRANSPORT=udp -- silent
 fi
 # Blocked calls go to sleep at once: area waits end on the bell's futex wake.
 job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \

@@ -142,6 +142,98 @@ static void notices(void)
     TAP_OK(cmq.notices == NULL, "notice: ring freed with its context");
 }
 
+/* A stall probe (pt2pt/probe.c) as it travels: call, tag, low, kind (1 ask,
+ * 2 answer), context, rank (answers), padding. */
+static size_t probe_msg(unsigned char *buf, uint32_t call, int32_t tag, uint32_t low,
+                        uint32_t kind, uint64_t ctx, int32_t rank)
+{
+    int32_t pad = 0;
+    memcpy(buf, &call, 4);
+    memcpy(buf + 4, &tag, 4);
+    memcpy(buf + 8, &low, 4);
+    memcpy(buf + 12, &kind, 4);
+    memcpy(buf + 16, &ctx, 8);
+    memcpy(buf + 24, &rank, 4);
+    memcpy(buf + 28, &pad, 4);
+    return 32;
+}
+
+static void probes(void)
+{
+    ppt_state_t *s = calloc(1, sizeof *s);
+    ppt_mq_t *cmq = ppt_mq_lookup(s, 0x41, 1);
+    int world_of[4] = {0, 1, 2, 3}, bad = 0, rc;
+    struct plait_comm c = {.rank = 0, .size = 4, .world_of = world_of, .ctx = 0x40, .cmq = cmq};
+    unsigned char buf[64];
+    unsigned seed = 20261129u;
+    const int tag = 3 << 24 | 7;
+    TAP_OK(ppt_coll_probed(&c, tag) == PLAIT_OK && ppt_coll_passed(&c, 1, 5, 0) == PLAIT_OK,
+           "probe: none came, nothing found");
+    ppt_probe_rx(s, cmq, 2, 2, buf, probe_msg(buf, 5, tag, 5, 1, 0, 0));
+    TAP_OK(s->probes_due == 1, "probe: an ask wants an answer");
+    TAP_OK(ppt_coll_probed(&c, tag) == PLAIT_OK && ppt_coll_probed(&c, 9 << 24 | 8) == PLAIT_OK,
+           "probe: the same tag, or another call's, is no divergence");
+    TAP_OK(ppt_coll_probed(&c, 9 << 24 | 7) == PLAIT_ERR_ARG &&
+           strstr(plait_last_error(), "rank 2 runs this call"),
+           "probe: the same call under another hash diverged, naming rank 2 ('%s')",
+           plait_last_error());
+    TAP_OK(ppt_coll_passed(&c, 2, 5, 0) == PLAIT_OK, "probe: a peer still in the call did not pass it");
+    ppt_probe_rx(s, cmq, 1, 1, buf, probe_msg(buf, 7, 0, 7, 1, 0, 0));
+    TAP_OK(ppt_coll_passed(&c, 1, 5, 0) == PLAIT_ERR_ARG &&
+           strstr(plait_last_error(), "rank 1 finished this call") &&
+           strstr(plait_last_error(), "without sending") && ppt_coll_passed(&c, 1, 7, 0) ==
+           PLAIT_OK && ppt_coll_passed(&c, 3, 5, 0) == PLAIT_OK,
+           "probe: a peer whose oldest open call is later passed the earlier ones, only it");
+    TAP_OK(ppt_coll_probed(&c, 9 << 24 | 0) == PLAIT_OK, "probe: an area call's ask (tag 0) "
+           "never reads as another kind of call");
+    /* answers come on the world's context and name theirs */
+    ppt_probe_rx(s, NULL, 3, 3, buf, probe_msg(buf, 9, 0, UINT32_MAX, 2, 0x41, 3));
+    TAP_OK(ppt_coll_passed(&c, 3, 9, 1) == PLAIT_ERR_ARG &&
+           strstr(plait_last_error(), "without receiving") && strstr(plait_last_error(), "freed"),
+           "probe: an answer from a rank that freed the communicator ('%s')", plait_last_error());
+    ppt_probe_rx(s, NULL, 3, 3, buf, probe_msg(buf, 9, 0, UINT32_MAX, 2, 0x41, 2));
+    ppt_probe_rx(s, NULL, 0, 0, buf, probe_msg(buf, 9, 0, UINT32_MAX, 2, 0x41, 0));
+    ppt_probe_rx(s, NULL, 3, 3, buf, probe_msg(buf, 9, 0, UINT32_MAX, 2, 0x41, 9));
+    TAP_OK(ppt_coll_passed(&c, 2, 100, 0) == PLAIT_OK && ppt_coll_passed(&c, 0, 100, 0) ==
+           PLAIT_OK, "probe: answers naming another rank than their sender, this rank or a "
+           "non-member count for nothing");
+    ppt_probe_rx(s, NULL, 3, 3, buf, probe_msg(buf, 9, 0, 50, 2, 0x999, 3));
+    TAP_OK(ppt_mq_lookup(s, 0x999, 0) == NULL, "probe: an answer for a context not known makes none");
+    s->probes_due = 0;
+    ppt_probe_rx(s, cmq, 2, 2, buf, 31);
+    ppt_probe_rx(s, cmq, 2, 2, buf, probe_msg(buf, 0, tag, 50, 1, 0, 0));
+    ppt_probe_rx(s, cmq, 2, 2, buf, probe_msg(buf, 11, tag, 50, 7, 0, 0));
+    ppt_probe_rx(s, cmq, -1, 2, buf, probe_msg(buf, 11, tag, 50, 1, 0, 0));
+    TAP_OK(s->probes_due == 0 && ppt_coll_passed(&c, 2, 11, 0) == PLAIT_OK,
+           "probe: short ones, call 0, a kind not known, a negative source are dropped");
+    for (int i = 0; i < 5000; i++) {   /* random payloads: never a crash, known codes */
+        size_t len = rand_r(&seed) % 4 ? 32 : (size_t)(rand_r(&seed) % 64);
+        uint32_t call = (uint32_t)(rand_r(&seed) % 4);
+        for (size_t j = 0; j < len; j++)
+            buf[j] = (unsigned char)rand_r(&seed);
+        if (len >= 16) {
+            uint32_t kind = (uint32_t)(rand_r(&seed) % 3);
+            memcpy(buf, &call, 4);
+            memcpy(buf + 12, &kind, 4);
+        }
+        ppt_probe_rx(s, rand_r(&seed) % 2 ? cmq : NULL, rand_r(&seed) % 8 - 2,
+                     rand_r(&seed) % 8 - 2, buf, len);
+        rc = ppt_coll_probed(&c, (int)((unsigned)rand_r(&seed) % 128u << 24 | call));
+        if (rc == PLAIT_OK)
+            rc = ppt_coll_passed(&c, rand_r(&seed) % 4, call, rand_r(&seed) % 2);
+        if ((rc != PLAIT_OK && rc != PLAIT_ERR_ARG) ||
+            (rc != PLAIT_OK && (strlen(plait_last_error()) > 400 || !printable(plait_last_error()))))
+            bad++;
+    }
+    TAP_OK(bad == 0, "probe: 5000 random payloads (seed 20261129), PLAIT_OK or PLAIT_ERR_ARG with "
+           "a bounded message (%d not)", bad);
+    ppt_mq_fini(cmq);
+    TAP_OK(cmq->probes == NULL, "probe: ring freed with its context");
+    free(cmq);
+    prt_map_fini(&s->mqs);
+    free(s);
+}
+
 int main(void)
 {
     ppt_mq_t mq = {0};
@@ -205,5 +297,6 @@ int main(void)
     ppt_mq_fini(&mq);
     umsg_keep();
     notices();
+    probes();
     return tap_done();
 }
