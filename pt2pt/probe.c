@@ -120,7 +120,7 @@ void ppt_probe_rx(ppt_state_t *s, ppt_mq_t *mq, int src, int world, const void *
     memcpy(&m, payload, sizeof m);
     if (!m.call)
         return;
-    if (m.kind == PPT_PROBE_ASK)
+    if (m.kind == PPT_PROBE_ASK && mq)
         probe_keep(s, mq, &m, src, world);
     else if (m.kind == PPT_PROBE_ANSWER && m.rank >= 0 && (m.ctx & 1) &&
              (mq = ppt_mq_lookup(s, m.ctx, 0)) != NULL)   /* (none made for a stranger's ctx) */
