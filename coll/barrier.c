@@ -16,6 +16,8 @@ static int barrier_build(pcoll_sched_t *sc, plait_comm_t comm, const char *what,
                          plait_request_t storage, plait_request_t *req)
 {
     int n = comm->size;
+    if (!sc->tag_set)
+        sc->sig = PCOLL_BARRIER_SIG;
     for (int d = 1; d < n; d <<= 1) {
         pcoll_sched_add(sc, (comm->rank + d) % n, 1, NULL, 0);
         pcoll_sched_add(sc, (comm->rank - d % n + n) % n, 0, NULL, 0);

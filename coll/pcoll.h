@@ -379,6 +379,13 @@ uint32_t pcoll_call_sig(const pcoll_args_t *a);
 /* The tag of the next collective's messages on comm (counts it): its
  * number and 7 bits of sig, see util.c. */
 int pcoll_next_tag(plait_comm_t comm, uint32_t sig);
+/* The sig of the dissemination barrier's messages: a hash of their own,
+ * never that of sig 0 (internal schedules: the shared area's and the host
+ * map's setup), so that a rank's ibarrier against the others' blocking
+ * barrier on the area is seen as another kind of call instead of pairing
+ * with their setup's messages (PCOLL_BARRIER is 0; no other sig sets bit 23
+ * without bit 24). */
+#define PCOLL_BARRIER_SIG (1u << 23)
 /* The sig for pcoll_next_tag: pcoll_call_sig and, rooted, the root. */
 uint32_t pcoll_tag_sig(const pcoll_args_t *a);
 /* bcast, reduce, gather, scatter (inline: every call's argument check asks) */

@@ -198,8 +198,9 @@ int ppt_coll_diverged(plait_comm_t comm, int tag, int any_tag)
 
 int ppt_coll_diverged_err(plait_comm_t comm, int src)
 {
+    /* (short: a peer's notice quotes it inside a request's 256-byte detail) */
     return prt_err(PLAIT_ERR_ARG, "rank %d runs this call (its collective call %u here) as "
-                   "another one: ranks passed different collectives, datatypes, operators "
-                   "or roots, or counts far enough apart to pick different algorithms", src,
-                   comm->coll_calls);
+                   "another one: a different collective, datatype, operator or root, a "
+                   "blocking call against a non-blocking one (never matched, as in MPI), or "
+                   "counts that pick another algorithm", src, comm->coll_calls);
 }

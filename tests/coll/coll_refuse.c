@@ -31,7 +31,9 @@
  * "diverge": L makes another kind of call that no transfer of its own can
  * show: MAX where the others SUM (allreduce of 16 and 65536 int32), a bcast
  * where they allreduce, and twice their count of a 64K allreduce (with
- * automatic selection the ranks may pick different algorithms). The rank
+ * automatic selection the ranks may pick different algorithms), the
+ * non-blocking form (ibarrier, iallreduce of 16) where they call the
+ * blocking one (never matched, as in MPI; the area against messages). The rank
  * that sees a message of another kind under the call's number, or the
  * area's or direct reads' own checks, fails and tells the others: every
  * rank must return PLAIT_ERR_ARG (or PLAIT_OK), none may wait for ever.
@@ -183,7 +185,9 @@ static void mismatch_case(const char *kind)
 static void diverge_case(int k)
 {
     static const char *names[] = {"MAX against SUM, 16", "MAX against SUM, 65536",
-                                  "bcast against allreduce", "allreduce of twice the count"};
+                                  "bcast against allreduce", "allreduce of twice the count",
+                                  "ibarrier against barrier", "iallreduce against allreduce, 16"};
+    plait_request_t q = NULL;
     int last = np - 1, bad = me == last, rc;
     size_t cap = (size_t)BIG * 2 * (size_t)np;
     int *in = calloc(cap, sizeof(int)), *out = malloc(cap * sizeof(int));
@@ -195,10 +199,20 @@ static void diverge_case(int k)
     }
     memset(out, 0xA5, cap * sizeof(int));
     t0 = plait_wtime();
-    rc = k < 2 ? plait_allreduce(in, out, k ? BIG : SMALL, PLAIT_INT32, bad ? PLAIT_MAX : PLAIT_SUM, c)
-       : k == 2 && bad ? plait_bcast(out, SMALL, PLAIT_INT32, 0, c)
-       : plait_allreduce(in, out, k == 3 && bad ? 2 * BIG : k == 3 ? BIG : SMALL, PLAIT_INT32,
-                         PLAIT_SUM, c);
+    if (k >= 4 && bad) {   /* the non-blocking form where the others call the blocking one */
+        rc = k == 4 ? plait_ibarrier(c, &q)
+                    : plait_iallreduce(in, out, SMALL, PLAIT_INT32, PLAIT_SUM, c, &q);
+        if (rc == PLAIT_OK)
+            rc = plait_wait(&q, NULL);
+    } else if (k == 4) {
+        rc = plait_barrier(c);
+    } else {
+        rc = k < 2 ? plait_allreduce(in, out, k ? BIG : SMALL, PLAIT_INT32,
+                                     bad ? PLAIT_MAX : PLAIT_SUM, c)
+           : k == 2 && bad ? plait_bcast(out, SMALL, PLAIT_INT32, 0, c)
+           : plait_allreduce(in, out, k == 3 && bad ? 2 * BIG : k == 3 ? BIG : SMALL, PLAIT_INT32,
+                             PLAIT_SUM, c);
+    }
     mismatch_end(names[k], rc, t0, &c, in, out);
 }
 
@@ -355,7 +369,7 @@ int main(int argc, char **argv)
     }
     for (int k = 0; silent && k < 4; k++)
         silent_case(k);
-    for (int k = 0; diverge && k < 4; k++)
+    for (int k = 0; diverge && k < 6; k++)
         diverge_case(k);
     for (int how = 0; diverge && how < 3; how++)
         nb_diverge_case(how);
