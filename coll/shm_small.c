@@ -461,40 +461,34 @@ static int area_timeout(const area_call_t *c, uint32_t want, int only, int k, do
                    who, cl, n, (unsigned)want);
 }
 
-/* PLAIT_ERR_PEER (with message) if a rank still waited for has died. */
-static int area_alive(const area_call_t *c, uint32_t want, int only, int k)
+/* PLAIT_ERR_PEER (with message) if a rank still waited for has died;
+ * PLAIT_ERR_ARG if a peer failed this call, runs it over messages, or
+ * answered a probe that it finished the call without publishing its part.
+ * probe: first ask each rank still waited for where it is (pt2pt/probe.c;
+ * no tag: an area call sends none); its answer shows in a later look. */
+static int area_alive(const area_call_t *c, uint32_t want, int only, int k, int probe)
 {
     char cause[256];
     int rc;
-    if ((rc = ppt_coll_noticed(c->comm, c->call)) != PLAIT_OK ||   /* a peer failed this call, */
-        (rc = ppt_coll_diverged(c->comm, c->seq, 1)) != PLAIT_OK) {  /* or runs it over messages */
-        snprintf(cause, sizeof cause, "%s", prt_err_text());
-        return prt_err(rc, "%s: %s", c->fn, cause);
-    }
-    for (int p = k; p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1) {
+    if ((rc = ppt_coll_noticed(c->comm, c->call)) == PLAIT_OK)     /* a peer failed this call, */
+        rc = ppt_coll_diverged(c->comm, c->seq, 1);                 /* or runs it over messages */
+    for (int p = k; rc == PLAIT_OK && p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1) {
         if (p == c->comm->rank || area_arrived(c->A, p, want))
             continue;
-        if ((rc = ppt_coll_passed(c->comm, p, c->call, 0)) != PLAIT_OK) {   /* its probe's */
-            snprintf(cause, sizeof cause, "%s", prt_err_text());         /* answer */
-            return prt_err(rc, "%s: %s", c->fn, cause);
-        }
+        if (probe)
+            ppt_coll_probe_locked(c->s, c->comm, p, c->call, 0);
+        if ((rc = ppt_coll_passed(c->comm, p, c->call, 0)) != PLAIT_OK)
+            break;
         if (ppt_peer_alive(c->s, c->comm->world_of[p]) != PLAIT_OK) {
             snprintf(cause, sizeof cause, "%s", prt_err_text());
             return prt_err(PLAIT_ERR_PEER, "%s: %s while waiting for rank %d in the "
                            "shared-memory collective area", c->fn, cause, p);
         }
     }
-    return PLAIT_OK;
-}
-
-/* Once the wait has not moved for PCOLL_PROBE_NS, asks the ranks it waits
- * for where they are (pt2pt/probe.c): one that answers it finished this call
- * never published its part (area_alive). No tag: an area call sends none. */
-static void area_probe(const area_call_t *c, uint32_t want, int only, int k)
-{
-    for (int p = k; p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1)
-        if (p != c->comm->rank && !area_arrived(c->A, p, want))
-            ppt_coll_probe_locked(c->s, c->comm, p, c->call, 0);
+    if (rc == PLAIT_OK)
+        return PLAIT_OK;
+    snprintf(cause, sizeof cause, "%s", prt_err_text());
+    return prt_err(rc, "%s: %s", c->fn, cause);
 }
 
 /* Sleeps on the bell unless the awaited flags are there (checked after
@@ -530,13 +524,11 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only)
             ppt_progress_locked(s);
             now = prt_now_ns();
             if (now - last_alive > AREA_ALIVE_NS) {
+                int probe = !probed && now - b.start_ns > PCOLL_PROBE_NS && c->call;
                 last_alive = now;
-                if ((rc = area_alive(c, want, only, k)) != PLAIT_OK)
+                probed |= probe;   /* (once per wait) */
+                if ((rc = area_alive(c, want, only, k, probe)) != PLAIT_OK)
                     return rc;
-                if (!probed && now - b.start_ns > PCOLL_PROBE_NS && c->call) {
-                    probed = 1;
-                    area_probe(c, want, only, k);
-                }
             }
             if (prt_backoff_expired(&b, now))
                 return area_timeout(c, want, only, k, (double)(now - b.start_ns) * 1e-9);

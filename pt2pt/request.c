@@ -227,6 +227,27 @@ static int wait_check_peers(ppt_state_t *s, plait_request_t r)
     return PLAIT_OK;
 }
 
+/* Whether the dead-peer checks are due (every PPT_ALIVE_CHECK_NS of
+ * waiting, whichever wait or test loop looks); marks them done. */
+static int alive_check_due(ppt_state_t *s, uint64_t now)
+{
+    if (now - s->last_alive_ns <= PPT_ALIVE_CHECK_NS)
+        return 0;
+    s->last_alive_ns = now;
+    return 1;
+}
+
+/* wait_check_peers; on a failure, one more progress pass first: the
+ * request's last frames may still be in the ring (or the failure completed
+ * it), so the caller reports a completed request's own result. */
+static int wait_checked(ppt_state_t *s, plait_request_t req)
+{
+    int rc = wait_check_peers(s, req);
+    if (rc != PLAIT_OK)
+        ppt_progress_locked(s);
+    return rc;
+}
+
 int ppt_quiesce_locked(ppt_state_t *s, double timeout_s)
 {
     prt_backoff_t b;
@@ -415,15 +436,11 @@ static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn,
         now = prt_now_ns();
         if (work)
             prt_backoff_progress(&b, now);
-        if (now - s->last_alive_ns > PPT_ALIVE_CHECK_NS) {
-            int rc;
-            s->last_alive_ns = now;
-            rc = wait_check_peers(s, req);
-            if (rc != PLAIT_OK) {
-                ppt_progress_locked(s);   /* its last frames may still be in the ring */
+        if (alive_check_due(s, now)) {
+            int rc = wait_checked(s, req);
+            if (rc != PLAIT_OK)
                 return req_done(req) ? req_result(req, fn)
                                      : wait_fail(req, rc, fn, (now - b.start_ns) * 1e-9, -1);
-            }
             if (marked)
                 wait_moved(s, req, &mark, &moved_ns, now);
         }
@@ -509,14 +526,9 @@ static void status_empty(plait_status_t *status)
  * from. */
 static int test_check_peers(ppt_state_t *s, plait_request_t req)
 {
-    uint64_t now = prt_now_ns();
     int rc;
-    if (now - s->last_alive_ns <= PPT_ALIVE_CHECK_NS)
+    if (!alive_check_due(s, prt_now_ns()) || (rc = wait_checked(s, req)) == PLAIT_OK)
         return PLAIT_OK;
-    s->last_alive_ns = now;
-    if ((rc = wait_check_peers(s, req)) == PLAIT_OK)
-        return PLAIT_OK;
-    ppt_progress_locked(s);   /* its last frames may still be in the ring */
     return req_done(req) ? PLAIT_OK : wait_fail(req, rc, "plait_test", 0, -1);
 }
 

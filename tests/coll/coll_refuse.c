@@ -59,6 +59,18 @@ static int me, np, failures;
 #define FAIL(...) do { fprintf(stderr, "rank %d: FAIL: ", me); fprintf(stderr, __VA_ARGS__); \
                        fputc('\n', stderr); failures++; } while (0)
 
+/* Each case's own duplicate of the world (ok: its buffers were allocated);
+ * a case that cannot be set up ends the program. */
+static plait_comm_t case_comm(const char *name, int ok)
+{
+    plait_comm_t c;
+    if (!ok || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
+        FAIL("%s: setup: %s", name, plait_last_error());
+        exit(1);
+    }
+    return c;
+}
+
 /* One case's call on this rank; bad: this rank is L. */
 static int call(const char *kind, int bad, plait_comm_t c, int test_loop, int *in, int *out)
 {
@@ -106,10 +118,7 @@ static void one_case(const char *kind, int test_loop)
     plait_comm_t c;
     double t0;
     char want[32];
-    if (!in || !out || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
-        FAIL("%s: setup: %s", kind, plait_last_error());
-        exit(1);
-    }
+    c = case_comm(kind, in && out);
     for (int i = 0; i < BIG * np; i++)
         in[i] = i % 97;
     memset(out, 0xA5, sizeof(int) * (size_t)BIG * (size_t)np);
@@ -165,10 +174,7 @@ static void mismatch_case(const char *kind)
     plait_comm_t c;
     double t0;
     char name[48];
-    if (!in || !out || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
-        FAIL("%s: setup: %s", kind, plait_last_error());
-        exit(1);
-    }
+    c = case_comm(kind, in && out);
     memset(out, 0xA5, cap * sizeof(int));
     t0 = plait_wtime();
     rc = !strcmp(kind, "allreduce") ? plait_allreduce(in, out, n, PLAIT_INT32, PLAIT_SUM, c)
@@ -193,10 +199,7 @@ static void diverge_case(int k)
     int *in = calloc(cap, sizeof(int)), *out = malloc(cap * sizeof(int));
     plait_comm_t c;
     double t0;
-    if (!in || !out || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
-        FAIL("%s: setup: %s", names[k], plait_last_error());
-        exit(1);
-    }
+    c = case_comm(names[k], in && out);
     memset(out, 0xA5, cap * sizeof(int));
     t0 = plait_wtime();
     if (k >= 4 && bad) {   /* the non-blocking form where the others call the blocking one */
@@ -224,11 +227,7 @@ static void alike_case(void)
 {
     int in[SMALL], out[SMALL], rc;
     plait_request_t q = NULL;
-    plait_comm_t c;
-    if (plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
-        FAIL("alike: setup: %s", plait_last_error());
-        exit(1);
-    }
+    plait_comm_t c = case_comm("alike", 1);
     for (int i = 0; i < SMALL; i++)
         in[i] = me * 100 + i;
     if ((rc = plait_allreduce(in, NULL, SMALL, PLAIT_INT32, PLAIT_SUM, c)) != PLAIT_ERR_ARG)
@@ -266,11 +265,7 @@ static void nb_diverge_case(int how)
     double b[484] = {0};
     plait_request_t q[2] = {NULL, NULL};
     int k = 0, rc, done = 0;
-    plait_comm_t c;
-    if (plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
-        FAIL("nb diverge: setup: %s", plait_last_error());
-        exit(1);
-    }
+    plait_comm_t c = case_comm("nb diverge", 1);
     if (how == 1)
         plait_ibcast(b, 484, PLAIT_FLOAT64, 0, c, &q[k++]);
     rc = plait_ireduce(s, r, 57, PLAIT_FLOAT32, me == np - 1 ? PLAIT_MAX : PLAIT_MIN, 0, c, &q[k++]);
@@ -309,10 +304,7 @@ static void silent_case(int k)
     int *in = calloc(n, sizeof(int)), *out = malloc(n * sizeof(int)), rc;
     plait_comm_t c;
     double t0;
-    if (!in || !out || plait_comm_dup(plait_comm_world(), &c) != PLAIT_OK) {
-        FAIL("%s: setup: %s", names[k], plait_last_error());
-        exit(1);
-    }
+    c = case_comm(names[k], in && out);
     memset(out, 0xA5, n * sizeof(int));
     t0 = plait_wtime();
     rc = k < 2 ? plait_reduce(in, out, n, PLAIT_INT32, PLAIT_SUM, me == np - 1 ? 1 : 0, c)
