@@ -297,7 +297,11 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
      * as finished: pt2pt/probe.c) */
     comm->coll_calls++;
     comm->coll_blocking = req ? 0 : comm->coll_calls;
-    if (req) {
+    if (req && pcoll_area_nb_use_locked(s, comm, a)) {
+        comm->coll_seq++;   /* (as a blocking area call, below) */
+        if ((rc = pcoll_area_start_locked(s, comm, a, fn, &r)) == PLAIT_OK)
+            *req = r;
+    } else if (req) {
         rc = pcoll_sched_new(s, comm, 8, 16, &sc);
         if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
             *req = r;

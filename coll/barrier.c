@@ -49,7 +49,13 @@ int plait_ibarrier(plait_comm_t comm, plait_request_t *req)
     *req = NULL;
     pthread_mutex_lock(&s->lock);
     comm->coll_calls++;   /* (a peer's refusal names calls by this count: pt2pt/notice.c) */
-    rc = barrier_start(s, comm, "plait_ibarrier", req);
+    if (pcoll_area_nb_use_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER})) {
+        comm->coll_seq++;   /* an area call takes its number too (coll/api.c coll_run) */
+        rc = pcoll_area_start_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER},
+                                     "plait_ibarrier", req);
+    } else {
+        rc = barrier_start(s, comm, "plait_ibarrier", req);
+    }
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

@@ -140,6 +140,10 @@ int  pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request
                               plait_request_t *req);
 /* Blocking form: waits for req, withdraws it if unfinished, frees it. */
 int  pcoll_wait_free_locked(ppt_state_t *s, plait_request_t req, const char *what);
+/* A started collective that is not finished joins the progress list; a
+ * non-blocking one (not on the stack) counts in nb_inflight and wakes the
+ * progress thread. */
+void pcoll_listed_locked(ppt_state_t *s, plait_request_t req);
 
 /* Blocking barrier with the lock held; tag -1: the next collective's, else
  * that tag (finalize: PPT_TAG_FINALIZE). */
@@ -324,6 +328,13 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
                           const char *fn, int *rc);
 int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn);
+/* The non-blocking form: nb_use is 1 when the area exists already (a
+ * blocking call made it) and the call is one exchange there; start queues
+ * it and returns its request (the caller has taken its number in
+ * comm->coll_seq). */
+int pcoll_area_nb_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);
+int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                            const char *fn, plait_request_t *out);
 
 /* Shared pieces (coll/util.c). */
 /* Element offset and count of block i when count elements split into n blocks

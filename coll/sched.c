@@ -658,18 +658,22 @@ int pcoll_sched_start_locked(pcoll_sched_t *sc, const char *what, plait_request_
         ppt_req_free(req);
         return rc;
     }
-    if (!sched_progress(req)) {      /* not finished: the progress loop takes it on */
-        req->next = s->coll_head;
-        if (s->coll_head)
-            s->coll_head->prev = req;
-        s->coll_head = req;
-        if (!storage) {              /* non-blocking: moves on while the caller computes */
-            atomic_fetch_add(&s->nb_inflight, 1);   /* (seq_cst: ppt_async_kick_locked) */
-            ppt_async_kick_locked(s);
-        }
-    }
+    if (!sched_progress(req))        /* not finished: the progress loop takes it on */
+        pcoll_listed_locked(s, req);
     *out = req;
     return PLAIT_OK;
+}
+
+void pcoll_listed_locked(ppt_state_t *s, plait_request_t req)
+{
+    req->next = s->coll_head;
+    if (s->coll_head)
+        s->coll_head->prev = req;
+    s->coll_head = req;
+    if (!req->on_stack) {            /* non-blocking: moves on while the caller computes */
+        atomic_fetch_add(&s->nb_inflight, 1);   /* (seq_cst: ppt_async_kick_locked) */
+        ppt_async_kick_locked(s);
+    }
 }
 
 /* A failed call withdraws its transfers; a send that a rank on this host

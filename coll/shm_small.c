@@ -1,5 +1,5 @@
 /*
- * shm_small.c -- blocking small collectives of a one-host communicator on a
+ * shm_small.c -- small collectives of a one-host communicator on a
  * shared-memory area with sequence flags: no pt2pt message on the fast path.
  *
  * Why: a small collective on the schedule engine is several pt2pt messages
@@ -9,9 +9,10 @@
  *
  * The area (one POSIX shm segment per communicator, made lazily at the first
  * eligible blocking call, which every rank reaches as collectives start in
- * the same order): a control line (futex bell, sleeper count), then per rank
- * D slots (4..32, see AREA_DEPTH_MAX), slot[s % D] for area call s. A slot
- * is a 16-byte header (seq: the call it holds, 0 before the first; bytes and
+ * the same order): a control line (futex bell, sleeper count), a line per
+ * rank (its read word, step 4 below), then per rank D slots (4..32, see
+ * AREA_DEPTH_MAX), slot[s % D] for area call s. A slot is a 32-byte header
+ * (seq: the call it holds, 0 before the first; bytes and
  * root of that call, so ranks that passed different counts or roots fail
  * with PLAIT_ERR_ARG) followed by the data, cache-line aligned. Comm rank 0
  * creates the segment (name /plait-<tag>-a<ctx>-<pid>-<random>: plaitrun's
@@ -21,30 +22,51 @@
  * messages, for good), and rank 0 unlinks the name, so nothing stays in
  * /dev/shm even under mpirun.
  *
- * Call s (area calls only are counted: non-blocking collectives never touch
- * the area, so they may interleave freely):
- *   1. reuse: wait until every peer has published s - D + 1 (in batches,
+ * Call s (area calls only are counted: a non-blocking collective takes
+ * an area call only where the area already exists and the call is one
+ * exchange, see "Non-blocking calls" below; every rank decides alike):
+ *   1. reuse: wait until every rank's read word (done, in its line of the
+ *      control block) says it has finished reading call s - D (in batches,
  *      see area_reuse);
  *   2. write header and data into own slot[s % D], release-store seq = s;
  *   3. acquire-load the peers' slot[s % D].seq until it is >= s (all peers,
- *      the root, or none, by collective), check their headers, read, compute.
- * Invariant of step 1: a rank reads call s - D's data only inside call s - D
- * and publishes s - D + 1 only after returning from it, so a peer that
- * published s - D + 1 has finished reading every slot[s % D] of call s - D:
- * writing it again is safe. Conversely a reader of call s finds the peer's
+ *      the root, or none, by collective), check their headers, read, compute;
+ *   4. release-store done = s (also where the call read nothing, or failed).
+ * Invariant: a rank writes slot[s % D] only after every rank has finished
+ * reading call s - D, the slot's previous tenant; reads finish in call order,
+ * so done is one number. Conversely a reader of call s finds the peer's
  * slot[s % D] still holding s: the peer cannot publish s + D before the
- * reader published s + 1. (A slot may already hold a later call than one
- * awaited in step 1: hence ">=", in wrap-around arithmetic.) Every rank
+ * reader's done reached s. (A slot may already hold a later call than one
+ * awaited in step 3: hence ">=", in wrap-around arithmetic.) Every rank
  * publishes in every area call, even one with nothing to contribute (a bcast
- * non-root), so step 1 cannot wait for ever; it is skipped when an earlier
- * wait already saw every peer that far (A->seen). D > 2 lets a root of bcast,
- * scatter (and non-roots of reduce, gather) run up to D - 1 calls ahead, as
- * eager messages would, instead of in lockstep.
+ * non-root), and stores done in every one, so step 1 cannot wait for ever; it
+ * is skipped while an earlier look already saw every rank that far
+ * (A->seen). D > 2 lets a root of bcast, scatter (and non-roots of reduce,
+ * gather) run up to D - 1 calls ahead, as eager messages would, instead of
+ * in lockstep.
+ *
+ * Non-blocking calls (area_op_t, the second half of this file). Until
+ * session 38 only blocking calls used the area, and a non-blocking
+ * allreduce of 8 B on 8 ranks cost 3.2 us on messages against 0.65 for the
+ * blocking one. Collectives start in the same order on every rank, so a
+ * non-blocking one-exchange call (everything above but the two-phase
+ * reductions and area_allreduce_pieces) takes its area call number at its
+ * start, like a blocking one. A start must never wait (a root may run
+ * ahead of a rank blocked in a receive from it), so where step 1 does not
+ * hold yet the publish waits in the communicator's queue of calls, and the
+ * progress passes publish it once it holds (area_nb_advance); calls publish
+ * and finish in number order, which keeps done one number. A blocking area
+ * call first finishes every queued one (area_drain), waiting as its own
+ * steps do. The area itself is made only by a blocking call (its setup is
+ * collective and waits): a communicator's non-blocking calls use messages
+ * until its first blocking eligible collective (plait_barrier is one).
+ * As a side effect the two forms of one collective meet on the area where
+ * both use it; MPI never promises that, and neither does USER-GUIDE.
  *
  * Results: every reduction over the slots runs in rank order 0..n-1, lower
  * rank the left operand (own input copied there too: in place works), then
  * pcoll_scale for AVG (float16 AVG's inputs go into the slots scaled
- * instead: area_exchange_input): the same operations on every rank, bitwise
+ * instead: area_publish): the same operations on every rank, bitwise
  * identical.
  * (area_allreduce_pieces reads its inputs directly, in turn order; each
  * element is still reduced by one rank only.)
@@ -137,10 +159,18 @@ typedef struct {
     _Atomic uint32_t sleepers; /* ranks asleep on bell */
 } area_ctl_t;
 
+/* A rank's line of the control block. */
+typedef struct {
+    _Atomic uint32_t done;     /* every area call up to this one is read here (step 4) */
+} area_rank_t;
+
+struct area_op;
+
 typedef struct pcoll_area {
     int      state;            /* AREA_* */
     char    *base;             /* the mapping (AREA_READY) */
     size_t   len;
+    size_t   slots_at;         /* offset of the first slot: the control block's size */
     size_t   slot;             /* data bytes per slot */
     size_t   sstride;          /* bytes per slot with header, multiple of AREA_LINE */
     uint32_t depth;            /* slots per rank, D */
@@ -148,6 +178,10 @@ typedef struct pcoll_area {
     uint32_t seen;             /* every peer is known to have published this call */
     char    *scratch;          /* a slot's worth for direct reads (area_allreduce_pieces) */
     int      direct;           /* every peer's memory can be read directly (CMA) */
+    struct area_op *qhead, *qtail;   /* non-blocking calls not finished, in call order */
+    uint32_t nops;             /* ... and finished ones not yet out of the queue: they
+                                * keep the area mapped after its communicator is freed */
+    int      orphan;           /* its communicator is freed: the last op unmaps it */
 } pcoll_area_t;
 
 /* What the segment's creator tells the others. */
@@ -169,6 +203,18 @@ typedef struct {
                                 * comes from a rank that went another way) */
 } area_call_t;
 
+/* One exchange of an area call: what this rank publishes, and whose slots
+ * it then waits for (area_plan / area_exchange). */
+typedef struct {
+    const void *src;           /* copied into the slot (len bytes); NULL with len 0 */
+    size_t      len;
+    size_t      bytes;         /* the header's byte count, compared between ranks */
+    int         root;
+    int         from;          /* AREA_WAIT_ALL, AREA_WAIT_NONE or a rank */
+    int         input;         /* src is a reduction's input: scaled into the slot
+                                * where pcoll_prescaled (float16 AVG) */
+} area_plan_t;
+
 /* ------------------------------------------------------------- the area */
 
 static area_ctl_t *area_ctl(const pcoll_area_t *A) { return (area_ctl_t *)A->base; }
@@ -176,7 +222,12 @@ static area_ctl_t *area_ctl(const pcoll_area_t *A) { return (area_ctl_t *)A->bas
 static area_slot_t *area_slot(const pcoll_area_t *A, int rank, uint32_t s)
 {
     size_t i = (size_t)rank * A->depth + (s & (A->depth - 1));
-    return (area_slot_t *)(A->base + AREA_LINE + i * A->sstride);
+    return (area_slot_t *)(A->base + A->slots_at + i * A->sstride);
+}
+
+static _Atomic uint32_t *area_done(const pcoll_area_t *A, int rank)
+{
+    return &((area_rank_t *)(A->base + AREA_LINE * (1 + (size_t)rank)))->done;
 }
 
 static char *area_data(area_slot_t *sl) { return (char *)sl + AREA_HDR; }
@@ -188,14 +239,22 @@ static void area_unmap(pcoll_area_t *A)
     A->base = NULL;
 }
 
+static void area_free_now(pcoll_area_t *A)
+{
+    area_unmap(A);
+    free(A->scratch);
+    free(A);
+}
+
+/* The communicator is freed: the area goes with it, or with the last
+ * non-blocking call still queued on it (area_op_finish). */
 static void area_free(void *p)
 {
     pcoll_area_t *A = p;
-    if (A) {
-        area_unmap(A);
-        free(A->scratch);
-    }
-    free(A);
+    if (A && A->nops)
+        A->orphan = 1;
+    else if (A)
+        area_free_now(A);
 }
 
 /* Bytes a rank writes into its slot for this call (the same on every rank:
@@ -348,13 +407,14 @@ static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A,
     size_t slot = s->cfg.coll_shm_small < AREA_SLOT_MAX ? s->cfg.coll_shm_small : AREA_SLOT_MAX;
     memset(&card, 0, sizeof card);
     A->state = AREA_NONE;
+    A->slots_at = AREA_LINE * (1 + (size_t)comm->size);   /* bell line, read words */
     if (comm->rank == 0) {
         A->slot = (slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
         A->sstride = (AREA_HDR + A->slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
         A->depth = AREA_DEPTH_MIN;
         while (A->depth < AREA_DEPTH_MAX && 2 * A->depth * A->sstride <= AREA_RANK_BYTES)
             A->depth *= 2;
-        A->len = AREA_LINE + (size_t)comm->size * A->depth * A->sstride;
+        A->len = A->slots_at + (size_t)comm->size * A->depth * A->sstride;
         area_create(s, comm, A, &card);
     }
     rc = area_sched_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BCAST, .sbuf = &card,
@@ -384,6 +444,23 @@ static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A,
     return rc;
 }
 
+/* The call's own tests, the area's state aside: 1 when it may run there
+ * (bytes: what a rank publishes; large: area_allreduce_pieces). The same
+ * on every rank, for blocking and non-blocking calls alike. */
+static int area_fits(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, size_t *bytes,
+                     int *large)
+{
+    if (!s->cfg.coll_shm_small || comm->size < 2 || a->coll == PCOLL_ALLTOALLV ||
+        pcoll_forced(&s->cfg, a->coll) != PCOLL_AUTO)
+        return 0;
+    *bytes = area_bytes(a, comm->size);
+    *large = area_pieces_fit(s, comm, a, *bytes);
+    if (!*large && (*bytes > s->cfg.coll_shm_small || *bytes > AREA_SLOT_MAX ||
+                    area_blocks_too_large(a, *bytes)))
+        return 0;
+    return comm->size != 2 || *bytes <= AREA_PAIR_MAX || !pcoll_pair_eligible(a);
+}
+
 int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn, int *rc)
 {
@@ -391,17 +468,7 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
     size_t bytes;
     int large;
     *rc = PLAIT_OK;
-    if (!s->cfg.coll_shm_small || comm->size < 2 || a->coll == PCOLL_ALLTOALLV ||
-        pcoll_forced(&s->cfg, a->coll) != PCOLL_AUTO)
-        return 0;
-    bytes = area_bytes(a, comm->size);
-    large = area_pieces_fit(s, comm, a, bytes);
-    if (!large && (bytes > s->cfg.coll_shm_small || bytes > AREA_SLOT_MAX ||
-                   area_blocks_too_large(a, bytes)))
-        return 0;
-    if (A && A->state == AREA_NONE)
-        return 0;
-    if (comm->size == 2 && bytes > AREA_PAIR_MAX && pcoll_pair_eligible(a))
+    if (!area_fits(s, comm, a, &bytes, &large) || (A && A->state == AREA_NONE))
         return 0;
     if (!A) {
         if (!(A = calloc(1, sizeof *A))) {
@@ -422,62 +489,88 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
 
 /* ------------------------------------------------------------- waiting */
 
+/* What a wait waits for: peers' slots holding a call (step 3), or their
+ * read words past one (step 1, area_reuse). */
+enum { AREA_ON_SLOTS = 0, AREA_ON_READ };
+
 static int area_arrived(const pcoll_area_t *A, int p, uint32_t want)
 {
     uint32_t v = atomic_load_explicit(&area_slot(A, p, want)->seq, memory_order_acquire);
     return (int32_t)(v - want) >= 0;
 }
 
-/* First rank from k on (only that one if only >= 0) that has not published
+static int area_read_past(const pcoll_area_t *A, int p, uint32_t want)
+{
+    uint32_t v = atomic_load_explicit(area_done(A, p), memory_order_acquire);
+    return (int32_t)(v - want) >= 0;
+}
+
+static int area_reached(const pcoll_area_t *A, int p, uint32_t want, int on)
+{
+    return on == AREA_ON_READ ? area_read_past(A, p, want) : area_arrived(A, p, want);
+}
+
+/* First rank from k on (only that one if only >= 0) that has not reached
  * want, or n. */
-static int area_missing(const area_call_t *c, uint32_t want, int only, int k)
+static int area_missing(const area_call_t *c, uint32_t want, int only, int k, int on)
 {
     int n = c->comm->size;
     if (only >= 0)
-        return area_arrived(c->A, only, want) ? n : only;
-    while (k < n && (k == c->comm->rank || area_arrived(c->A, k, want)))
+        return area_reached(c->A, only, want, on) ? n : only;
+    while (k < n && (k == c->comm->rank || area_reached(c->A, k, want, on)))
         k++;
     return k;
 }
 
-static int area_timeout(const area_call_t *c, uint32_t want, int only, int k, double waited)
+/* The ranks from k on (or only) that have not reached want, as "1, 3". */
+static void area_who(const area_call_t *c, uint32_t want, int only, int k, int on, char *who,
+                     size_t cap)
+{
+    size_t len = 0;
+    int listed = 0;
+    who[0] = '\0';
+    for (int p = k; p < c->comm->size && len + 16 < cap; p = only >= 0 ? c->comm->size : p + 1) {
+        if (p == c->comm->rank || area_reached(c->A, p, want, on))
+            continue;
+        len += (size_t)snprintf(who + len, cap - len, "%s%d", listed++ ? ", " : "", p);
+    }
+}
+
+static int area_timeout(const area_call_t *c, uint32_t want, int only, int k, int on,
+                        double waited)
 {
     char who[200], cl[32];
-    size_t len = 0;
-    int n = c->comm->size, listed = 0;
-    who[0] = '\0';
-    for (int p = k; p < n && len < sizeof who - 16; p = only >= 0 ? n : p + 1) {
-        if (p == c->comm->rank || area_arrived(c->A, p, want))
-            continue;
-        len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", listed++ ? ", " : "", p);
-    }
+    area_who(c, want, only, k, on, who, sizeof who);
     if (c->comm == c->s->world)
         snprintf(cl, sizeof cl, "world");
     else
         snprintf(cl, sizeof cl, "0x%llx", (unsigned long long)c->comm->ctx);
     return prt_err(PLAIT_ERR_TIMEOUT, "%s: timed out after %.1f s (PLAIT_TIMEOUT) waiting for "
                    "rank(s) %s of communicator %s (%d ranks) in its shared-memory collective "
-                   "area (call %u): did every rank make the same collective calls?", c->fn, waited,
-                   who, cl, n, (unsigned)want);
+                   "area (%s call %u): did every rank make the same collective calls?", c->fn,
+                   waited, who, cl, c->comm->size,
+                   on == AREA_ON_READ ? "to finish reading" : "to publish its part of",
+                   (unsigned)want);
 }
 
 /* PLAIT_ERR_PEER (with message) if a rank still waited for has died;
  * PLAIT_ERR_ARG if a peer failed this call, runs it over messages, or
- * answered a probe that it finished the call without publishing its part.
+ * answered a probe that it finished the call without publishing its part
+ * (waits on slots only: a read word behind says nothing of this call).
  * probe: first ask each rank still waited for where it is (pt2pt/probe.c;
  * no tag: an area call sends none); its answer shows in a later look. */
-static int area_alive(const area_call_t *c, uint32_t want, int only, int k, int probe)
+static int area_alive(const area_call_t *c, uint32_t want, int only, int k, int on, int probe)
 {
     char cause[256];
     int rc;
     if ((rc = ppt_coll_noticed(c->comm, c->call)) == PLAIT_OK)     /* a peer failed this call, */
         rc = ppt_coll_diverged(c->comm, c->seq, 1);                 /* or runs it over messages */
     for (int p = k; rc == PLAIT_OK && p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1) {
-        if (p == c->comm->rank || area_arrived(c->A, p, want))
+        if (p == c->comm->rank || area_reached(c->A, p, want, on))
             continue;
-        if (probe)
+        if (probe && on == AREA_ON_SLOTS)
             ppt_coll_probe_locked(c->s, c->comm, p, c->call, 0);
-        if ((rc = ppt_coll_passed(c->comm, p, c->call, 0)) != PLAIT_OK)
+        if (on == AREA_ON_SLOTS && (rc = ppt_coll_passed(c->comm, p, c->call, 0)) != PLAIT_OK)
             break;
         if (ppt_peer_alive(c->s, c->comm->world_of[p]) != PLAIT_OK) {
             snprintf(cause, sizeof cause, "%s", prt_err_text());
@@ -493,18 +586,28 @@ static int area_alive(const area_call_t *c, uint32_t want, int only, int k, int 
 
 /* Sleeps on the bell unless the awaited flags are there (checked after
  * announcing the sleep: a publisher either sees the sleeper or is seen). */
-static void area_sleep(const area_call_t *c, uint32_t want, int only, int k)
+static void area_sleep(const area_call_t *c, uint32_t want, int only, int k, int on)
 {
     area_ctl_t *ctl = area_ctl(c->A);
     uint32_t w = atomic_load(&ctl->bell);
     atomic_fetch_add(&ctl->sleepers, 1);
-    if (area_missing(c, want, only, k) < c->comm->size)
+    if (area_missing(c, want, only, k, on) < c->comm->size)
         prt_futex_wait((volatile uint32_t *)&ctl->bell, w, AREA_SLEEP_US);
     atomic_fetch_sub(&ctl->sleepers, 1);
 }
 
-/* Waits until every peer (only < 0) or rank only has published call want. */
-static int area_wait_loop(const area_call_t *c, uint32_t want, int only)
+/* Wakes the ranks asleep on the bell (after a publish or a read word). */
+static void area_ring(const pcoll_area_t *A)
+{
+    area_ctl_t *ctl = area_ctl(A);
+    if (atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)) {
+        atomic_fetch_add(&ctl->bell, 1);
+        prt_futex_wake((volatile uint32_t *)&ctl->bell);
+    }
+}
+
+/* Waits until every peer (only < 0) or rank only has reached want. */
+static int area_wait_loop(const area_call_t *c, uint32_t want, int only, int on)
 {
     ppt_state_t *s = c->s;
     int n = c->comm->size, k = 0, stage = 0, rc;
@@ -513,7 +616,7 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only)
     int probed = 0;
     prt_backoff_t b;
     for (;; iter++) {
-        if ((k = area_missing(c, want, only, k)) >= n)
+        if ((k = area_missing(c, want, only, k, on)) >= n)
             return PLAIT_OK;
         if (iter == 0) {
             prt_backoff_start(&b, s->cfg.timeout_s);
@@ -527,11 +630,11 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only)
                 int probe = !probed && now - b.start_ns > PCOLL_PROBE_NS && c->call;
                 last_alive = now;
                 probed |= probe;   /* (once per wait) */
-                if ((rc = area_alive(c, want, only, k, probe)) != PLAIT_OK)
+                if ((rc = area_alive(c, want, only, k, on, probe)) != PLAIT_OK)
                     return rc;
             }
             if (prt_backoff_expired(&b, now))
-                return area_timeout(c, want, only, k, (double)(now - b.start_ns) * 1e-9);
+                return area_timeout(c, want, only, k, on, (double)(now - b.start_ns) * 1e-9);
             stage = prt_backoff_stage(&b, now, s->cfg.spin_us, s->cfg.yield_us);
         }
         pthread_mutex_unlock(&s->lock);
@@ -540,82 +643,101 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only)
         else if (stage == 1)
             sched_yield();
         else
-            area_sleep(c, want, only, k);
+            area_sleep(c, want, only, k, on);
         pthread_mutex_lock(&s->lock);
     }
 }
 
-static int area_wait(const area_call_t *c, uint32_t want, int only)
+static int area_wait(const area_call_t *c, uint32_t want, int only, int on)
 {
     int rc;
     ppt_waiting(c->s, 1);
-    rc = area_wait_loop(c, want, only);
+    rc = area_wait_loop(c, want, only, on);
     ppt_waiting(c->s, -1);
     return rc;
 }
 
 /* ------------------------------------------------------------- one call */
 
-/* Step 1 of the header comment, in batches. If every peer has even
- * published s - 1 (usual when they keep up), A->seen records that and the
- * next D - 2 calls skip the check: a root running ahead reads no peer's line
- * in them. Else it waits until all have published s - D/2 (more than step 1
- * needs): a root that got D - 1 calls ahead then runs D/2 - 1 calls before
- * it checks again, instead of trailing its slowest reader call by call (one
- * sched_yield per call when oversubscribed). The peers get there without
- * this rank: they need only its calls up to s - 1, all published. */
-static int area_reuse(const area_call_t *c, uint32_t s)
+/* Step 1 of the header comment without waiting: 1 when every rank has read
+ * call s - D (this one too: its own non-blocking calls may be unread). A
+ * look at the read words records the oldest in A->seen, so the next calls
+ * skip it while they need no more: with every rank keeping up (read words at
+ * s - 1 or s - 2) that is the next D - 2 or so. */
+static int area_reuse_ready(const area_call_t *c, uint32_t s)
 {
     pcoll_area_t *A = c->A;
-    uint32_t got = s - 1;
+    uint32_t need = s - A->depth, low = atomic_load_explicit(area_done(A, c->comm->rank),
+                                                            memory_order_relaxed);
+    if ((int32_t)(A->seen - need) >= 0)
+        return 1;
+    for (int p = 0; p < c->comm->size; p++) {
+        uint32_t v = atomic_load_explicit(area_done(A, p), memory_order_acquire);
+        if ((int32_t)(v - low) < 0)
+            low = v;
+    }
+    if ((int32_t)(low - need) < 0)
+        return 0;
+    A->seen = low;
+    return 1;
+}
+
+/* Step 1, waiting: where a rank lags, until every peer has read s - D/2
+ * (more than step 1 needs): a root that got D - 1 calls ahead then runs
+ * D/2 - 1 calls before it looks again, instead of trailing its slowest
+ * reader call by call (one sched_yield per call when oversubscribed). The
+ * peers get there without this rank: they need only its calls up to s - 1,
+ * all published (a blocking call drains the queue first, area_drain, and a
+ * queued call waits here only from there). */
+static int area_reuse(const area_call_t *c, uint32_t s)
+{
     int rc;
-    if ((int32_t)(A->seen - (s - A->depth + 1)) >= 0)
+    if (area_reuse_ready(c, s))
         return PLAIT_OK;
-    for (int p = 0; p < c->comm->size && got == s - 1; p++)
-        if (p != c->comm->rank && !area_arrived(A, p, s - 1))
-            got = s - A->depth / 2;
-    if (got != s - 1 && (rc = area_wait(c, got, AREA_WAIT_ALL)) != PLAIT_OK)
+    if ((rc = area_wait(c, s - c->A->depth / 2, AREA_WAIT_ALL, AREA_ON_READ)) != PLAIT_OK)
         return rc;
-    A->seen = got;
+    c->A->seen = s - c->A->depth / 2;
     return PLAIT_OK;
 }
 
-/* Steps 1-3 of the header comment: publishes len bytes of src (bytes and
- * root in the header) as call s, then waits for `from` (AREA_WAIT_ALL,
- * AREA_WAIT_NONE or a rank) and checks their headers against this rank's. */
-static int area_exchange(const area_call_t *c, uint32_t s, const void *src, size_t len,
-                         size_t bytes, int root, int from)
+/* Step 2 (step 1 holds): header and data of plan p into this rank's slot
+ * of call s, then the flag. */
+static void area_publish(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
+                         const area_plan_t *p)
 {
-    pcoll_area_t *A = c->A;
-    area_ctl_t *ctl = area_ctl(A);
-    area_slot_t *mine = area_slot(A, c->comm->rank, s);
-    int rc, n = c->comm->size;
-    if ((rc = area_reuse(c, s)) != PLAIT_OK)
-        return rc;
-    mine->bytes = bytes;
-    mine->root = root;
+    area_slot_t *mine = area_slot(c->A, c->comm->rank, s);
+    mine->bytes = p->bytes;
+    mine->root = p->root;
     mine->sig = c->sig;
     mine->call = c->call;
-    if (len)
-        memcpy(area_data(mine), src, len);
+    if (p->input && pcoll_prescaled(a->dt, a->op))
+        pcoll_take_input(area_data(mine), p->src, p->len / a->es, a->dt, a->op, c->comm->size);
+    else if (p->len)
+        memcpy(area_data(mine), p->src, p->len);
     /* A release store: no fence draining the stores (the data's cache lines
      * still travel while this rank goes on to wait). Without a fence the
      * sleepers check may pass the store and miss a rank about to sleep: that
      * rank then wakes at its bell timeout (AREA_SLEEP_US), in a wait that
      * already lasted PLAIT_WAIT_YIELD_US. */
     atomic_store_explicit(&mine->seq, s, memory_order_release);
-    if (atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)) {
-        atomic_fetch_add(&ctl->bell, 1);
-        prt_futex_wake((volatile uint32_t *)&ctl->bell);
-    }
-    if (from == AREA_WAIT_NONE)
-        return PLAIT_OK;
-    if ((rc = area_wait(c, s, from)) != PLAIT_OK)
-        return rc;
-    if (from == AREA_WAIT_ALL)
-        A->seen = s;
-    for (int p = from >= 0 ? from : 0; p < n; p = from >= 0 ? n : p + 1) {
-        const area_slot_t *sl = area_slot(A, p, s);
+    area_ring(c->A);
+}
+
+/* Step 4: every area call up to s is read by rank (this one). */
+static void area_read_done(const pcoll_area_t *A, int rank, uint32_t s)
+{
+    atomic_store_explicit(area_done(A, rank), s, memory_order_release);
+    area_ring(A);
+}
+
+/* Step 3's checks: the headers of the slots of call s that plan p reads
+ * against this rank's. */
+static int area_check(const area_call_t *c, uint32_t s, const area_plan_t *p)
+{
+    int n = c->comm->size, from = p->from;
+    for (int q = from >= 0 ? from : 0; from != AREA_WAIT_NONE && q < n;
+         q = from >= 0 ? n : q + 1) {
+        const area_slot_t *sl = area_slot(c->A, q, s);
         /* Area calls are numbered by the area alone; a rank that made a
          * collective call without it (a count of 0: nothing to publish)
          * while the others used it is a call behind there: the slot then
@@ -624,36 +746,46 @@ static int area_exchange(const area_call_t *c, uint32_t s, const void *src, size
             return prt_err(PLAIT_ERR_ARG, "%s: rank %d's data in the shared-memory area is of its "
                            "collective call %u on this communicator, this rank is at call %u: "
                            "an earlier collective's arguments differed between ranks (e.g. a "
-                           "count of 0 on some ranks only, which they cannot see)", c->fn, p,
+                           "count of 0 on some ranks only, which they cannot see)", c->fn, q,
                            (unsigned)sl->call, (unsigned)c->call);
         if (sl->sig != c->sig)
-            return pcoll_sig_mismatch(c->fn, p, sl->sig, c->sig);
-        if (sl->root != root)
+            return pcoll_sig_mismatch(c->fn, q, sl->sig, c->sig);
+        if (sl->root != p->root)
             return prt_err(PLAIT_ERR_ARG, "%s: rank %d passed root %d where this rank passed %d: "
-                           "ranks passed different roots", c->fn, p, (int)sl->root, root);
-        if (sl->bytes != bytes)
+                           "ranks passed different roots", c->fn, q, (int)sl->root, p->root);
+        if (sl->bytes != p->bytes)
             return prt_err(PLAIT_ERR_ARG, "%s: rank %d contributes %llu bytes where this rank "
-                           "contributes %zu: ranks passed different counts", c->fn, p,
-                           (unsigned long long)sl->bytes, bytes);
+                           "contributes %zu: ranks passed different counts", c->fn, q,
+                           (unsigned long long)sl->bytes, p->bytes);
     }
     return PLAIT_OK;
 }
 
-/* Publishes this rank's input of a reduction (len bytes of sendbuf) as
- * call s, as area_exchange, scaled on the way into the slot where
- * pcoll_prescaled (float16 AVG: the slots then hold addends of a SUM). */
-static int area_exchange_input(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
-                               size_t len, int root, int from)
+/* Steps 1-3 of the header comment for plan p as call s (a is needed only
+ * for p->input). */
+static int area_exchange(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
+                         const area_plan_t *p)
 {
     int rc;
-    if (!pcoll_prescaled(a->dt, a->op))
-        return area_exchange(c, s, a->sbuf, len, len, root, from);
-    if ((rc = area_reuse(c, s)) != PLAIT_OK)   /* (before writing into the slot) */
+    if ((rc = area_reuse(c, s)) != PLAIT_OK)
         return rc;
-    pcoll_take_input(area_data(area_slot(c->A, c->comm->rank, s)), a->sbuf, len / a->es, a->dt,
-                     a->op, c->comm->size);
-    return area_exchange(c, s, NULL, 0, len, root, from);
+    area_publish(c, a, s, p);
+    if (p->from == AREA_WAIT_NONE)
+        return PLAIT_OK;
+    if ((rc = area_wait(c, s, p->from, AREA_ON_SLOTS)) != PLAIT_OK)
+        return rc;
+    return area_check(c, s, p);
 }
+
+/* A plan of raw bytes (the two-phase and direct-read calls' steps). */
+#define AREA_RAW(src_, len_, bytes_, root_, from_) \
+    (&(area_plan_t){.src = (src_), .len = (len_), .bytes = (bytes_), .root = (root_), \
+                    .from = (from_)})
+/* ... and of a reduction's input, len_ bytes of sendbuf. */
+#define AREA_INPUT(a_, len_, root_, from_) \
+    (&(area_plan_t){.src = (a_)->sbuf, .len = (len_), .bytes = (len_), .root = (root_), \
+                    .from = (from_), .input = 1})
+
 
 /* dst = x_0 op x_1 op ... op x_{n-1} (left to right) over cnt elements,
  * x_p = rank p's slot data + off; AVG divides by n at the end. */
@@ -716,11 +848,12 @@ static int area_allreduce_2phase(const area_call_t *c, const pcoll_args_t *a, ui
     size_t off = pcoll_blk_off(a->count, n, r) * es, cnt = pcoll_blk_cnt(a->count, n, r);
     char *R = a->rbuf;
     uint32_t s2;
-    if ((rc = area_exchange_input(c, a, s, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+    if ((rc = area_exchange(c, a, s, AREA_INPUT(a, b, 0, AREA_WAIT_ALL))) != PLAIT_OK)
         return rc;
     area_reduce_n(c, a, s, R + off, off, cnt);
     s2 = ++c->A->seq;
-    if ((rc = area_exchange(c, s2, R + off, cnt * es, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+    if ((rc = area_exchange(c, a, s2, AREA_RAW(R + off, cnt * es, b, 0, AREA_WAIT_ALL))) !=
+        PLAIT_OK)
         return rc;
     area_copy_slices(c, a, s2, R);
     return PLAIT_OK;
@@ -741,14 +874,15 @@ static int area_reduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint3
     size_t b = a->count * a->es, es = a->es;
     size_t off = pcoll_blk_off(a->count, n, r) * es, cnt = pcoll_blk_cnt(a->count, n, r);
     uint32_t s2;
-    if ((rc = area_exchange_input(c, a, s, b, root, AREA_WAIT_ALL)) != PLAIT_OK)
+    if ((rc = area_exchange(c, a, s, AREA_INPUT(a, b, root, AREA_WAIT_ALL))) != PLAIT_OK)
         return rc;
     s2 = ++c->A->seq;
     if ((rc = area_reuse(c, s2)) != PLAIT_OK)   /* before writing into slot s2 */
         return rc;
     area_reduce_n(c, a, s, r == root ? (char *)a->rbuf + off
                                      : area_data(area_slot(c->A, r, s2)), off, cnt);
-    if ((rc = area_exchange(c, s2, NULL, 0, b, root, r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE)) !=
+    if ((rc = area_exchange(c, a, s2, AREA_RAW(NULL, 0, b, root, r == root ? AREA_WAIT_ALL
+                                                                         : AREA_WAIT_NONE))) !=
         PLAIT_OK || r != root)
         return rc;
     area_copy_slices(c, a, s2, a->rbuf);
@@ -803,7 +937,8 @@ static int area_allreduce_pieces(const area_call_t *c, const pcoll_args_t *a, ui
     size_t es = a->es, b = a->count * es, pe = A->slot / es;   /* elements per piece */
     size_t npieces = (pcoll_blk_cnt(a->count, n, 0) + pe - 1) / pe;
     uint64_t in[AREA_PIECES_MAX_RANKS], mine = (uint64_t)(uintptr_t)a->sbuf;
-    if ((rc = area_exchange(c, s, &mine, sizeof mine, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+    if ((rc = area_exchange(c, a, s, AREA_RAW(&mine, sizeof mine, b, 0, AREA_WAIT_ALL))) !=
+        PLAIT_OK)
         return rc;
     for (int p = 0; p < n; p++)
         memcpy(&in[p], area_data(area_slot(A, p, s)), sizeof in[p]);
@@ -811,7 +946,7 @@ static int area_allreduce_pieces(const area_call_t *c, const pcoll_args_t *a, ui
         uint32_t sj = ++A->seq;
         if ((rc = area_reuse(c, sj)) != PLAIT_OK ||
             (rc = area_piece_reduce(c, a, in, sj, j * pe, pe)) != PLAIT_OK ||
-            (rc = area_exchange(c, sj, NULL, 0, b, 0, AREA_WAIT_ALL)) != PLAIT_OK)
+            (rc = area_exchange(c, a, sj, AREA_RAW(NULL, 0, b, 0, AREA_WAIT_ALL))) != PLAIT_OK)
             return rc;
         area_copy_pieces(c, a, sj, a->rbuf, j * pe, pe, -1);
     }
@@ -826,101 +961,383 @@ static int area_two_phase(int n, size_t b, size_t limit)
     return n >= 3 && b * (size_t)(n - 2) > limit;
 }
 
-static int area_rooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+/* 1 when the call is one exchange (area_plan / area_finish): every area
+ * collective but the two-phase reductions and area_allreduce_pieces. */
+static int area_one_exchange(const pcoll_area_t *A, int n, const pcoll_args_t *a)
 {
-    int n = c->comm->size, r = c->comm->rank, root = a->root, rc;
+    size_t b = a->count * a->es;
+    if (a->coll == PCOLL_ALLREDUCE)
+        return b <= A->slot && !area_two_phase(n, b, AREA_AR_ONE_PHASE);
+    return a->coll != PCOLL_REDUCE_C || !area_two_phase(n, b, AREA_RE_ONE_PHASE);
+}
+
+/* What this rank publishes in a one-exchange call and whose slots it reads:
+ * a root's data (bcast, scatter) or everyone's (the rest; a reduction's
+ * input is scaled into the slot where pcoll_prescaled), read by everyone, by
+ * the root (reduce, gather) or by the others (bcast, scatter). */
+static void area_plan(const area_call_t *c, const pcoll_args_t *a, area_plan_t *p)
+{
+    int n = c->comm->size, r = c->comm->rank, root = a->root;
+    size_t b = a->count * a->es, nb = (size_t)n * b;
+    const char *S = a->sbuf;
+    char *R = a->rbuf;
+    *p = (area_plan_t){.bytes = b, .from = AREA_WAIT_ALL};
+    switch (a->coll) {
+    case PCOLL_BARRIER:
+        p->bytes = 0;
+        break;
+    case PCOLL_BCAST:
+        *p = (area_plan_t){r == root ? R : NULL, r == root ? b : 0, b, root,
+                           r == root ? AREA_WAIT_NONE : root, 0};
+        break;
+    case PCOLL_SCATTER:
+        *p = (area_plan_t){r == root ? S : NULL, r == root ? nb : 0, nb, root,
+                           r == root ? AREA_WAIT_NONE : root, 0};
+        break;
+    case PCOLL_GATHER:
+        *p = (area_plan_t){r == root ? NULL : S, r == root ? 0 : b, b, root,
+                           r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE, 0};
+        break;
+    case PCOLL_REDUCE_C:
+        *p = (area_plan_t){S, b, b, root, r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE, 1};
+        break;
+    case PCOLL_ALLREDUCE:
+        *p = (area_plan_t){S, b, b, 0, AREA_WAIT_ALL, 1};
+        break;
+    case PCOLL_REDUCE_SCATTER:
+        *p = (area_plan_t){S, nb, nb, 0, AREA_WAIT_ALL, 1};
+        break;
+    case PCOLL_ALLGATHER:   /* in place: this rank's block already sits at block r */
+        p->src = S == R ? R + (size_t)r * b : S;
+        p->len = b;
+        break;
+    default:                /* PCOLL_ALLTOALL: in place works, the input is in the slot */
+        *p = (area_plan_t){S, nb, nb, 0, AREA_WAIT_ALL, 0};
+        break;
+    }
+}
+
+/* The result of a one-exchange call s from the slots it waited for. */
+static void area_finish(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+{
+    int n = c->comm->size, r = c->comm->rank, root = a->root;
     size_t b = a->count * a->es;
     const char *S = a->sbuf;
     char *R = a->rbuf;
     switch (a->coll) {
     case PCOLL_BCAST:
-        if (r == root)
-            return area_exchange(c, s, R, b, b, root, AREA_WAIT_NONE);
-        if ((rc = area_exchange(c, s, NULL, 0, b, root, root)) == PLAIT_OK)
-            memcpy(R, area_data(area_slot(c->A, root, s)), b);
-        return rc;
-    case PCOLL_REDUCE_C:
-        if (area_two_phase(n, b, AREA_RE_ONE_PHASE))
-            return area_reduce_2phase(c, a, s);
-        rc = area_exchange_input(c, a, s, b, root, r == root ? AREA_WAIT_ALL : AREA_WAIT_NONE);
-        if (rc == PLAIT_OK && r == root)
-            area_reduce(c, a, s, R, 0);
-        return rc;
-    case PCOLL_GATHER:
         if (r != root)
-            return area_exchange(c, s, S, b, b, root, AREA_WAIT_NONE);
-        if ((rc = area_exchange(c, s, NULL, 0, b, root, AREA_WAIT_ALL)) != PLAIT_OK)
-            return rc;
-        for (int p = 0; p < n; p++)
+            memcpy(R, area_data(area_slot(c->A, root, s)), b);
+        break;
+    case PCOLL_SCATTER:
+        if (r != root)
+            memcpy(R, area_data(area_slot(c->A, root, s)) + (size_t)r * b, b);
+        else if (S != R)
+            memcpy(R, S + (size_t)r * b, b);
+        break;
+    case PCOLL_GATHER:
+        for (int p = 0; r == root && p < n; p++)
             if (p != r)
                 memcpy(R + (size_t)p * b, area_data(area_slot(c->A, p, s)), b);
-        if (S != R)
+        if (r == root && S != R)
             memcpy(R + (size_t)r * b, S, b);
-        return PLAIT_OK;
-    default:   /* PCOLL_SCATTER */
-        if (r == root) {
-            rc = area_exchange(c, s, S, (size_t)n * b, (size_t)n * b, root, AREA_WAIT_NONE);
-            if (rc == PLAIT_OK && S != R)
-                memcpy(R, S + (size_t)r * b, b);
-            return rc;
-        }
-        if ((rc = area_exchange(c, s, NULL, 0, (size_t)n * b, root, root)) == PLAIT_OK)
-            memcpy(R, area_data(area_slot(c->A, root, s)) + (size_t)r * b, b);
-        return rc;
-    }
-}
-
-static int area_unrooted(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
-{
-    int n = c->comm->size, r = c->comm->rank, rc;
-    size_t b = a->count * a->es, nb = (size_t)n * b;
-    const char *S = a->sbuf;
-    char *R = a->rbuf;
-    switch (a->coll) {
-    case PCOLL_BARRIER:
-        return area_exchange(c, s, NULL, 0, 0, 0, AREA_WAIT_ALL);
-    case PCOLL_ALLREDUCE:
-        if (b > c->A->slot)
-            return area_allreduce_pieces(c, a, s);
-        if (area_two_phase(n, b, AREA_AR_ONE_PHASE))
-            return area_allreduce_2phase(c, a, s);
-        if ((rc = area_exchange_input(c, a, s, b, 0, AREA_WAIT_ALL)) == PLAIT_OK)
+        break;
+    case PCOLL_REDUCE_C:
+        if (r == root)
             area_reduce(c, a, s, R, 0);
-        return rc;
+        break;
+    case PCOLL_ALLREDUCE:
+        area_reduce(c, a, s, R, 0);
+        break;
     case PCOLL_REDUCE_SCATTER:
-        if ((rc = area_exchange_input(c, a, s, nb, 0, AREA_WAIT_ALL)) == PLAIT_OK)
-            area_reduce(c, a, s, R, (size_t)r * b);
-        return rc;
-    case PCOLL_ALLGATHER:   /* in place: this rank's block already sits at block r */
-        if ((rc = area_exchange(c, s, S == R ? R + (size_t)r * b : S, b, b, 0, AREA_WAIT_ALL)) !=
-            PLAIT_OK)
-            return rc;
+        area_reduce(c, a, s, R, (size_t)r * b);
+        break;
+    case PCOLL_ALLGATHER:
         for (int p = 0; p < n; p++)
             if (p != r || S != R)
                 memcpy(R + (size_t)p * b, area_data(area_slot(c->A, p, s)), b);
-        return PLAIT_OK;
-    default:                /* PCOLL_ALLTOALL: in place works, the input is in the slot */
-        if ((rc = area_exchange(c, s, S, nb, nb, 0, AREA_WAIT_ALL)) != PLAIT_OK)
-            return rc;
+        break;
+    case PCOLL_ALLTOALL:
         for (int p = 0; p < n; p++)
             memcpy(R + (size_t)p * b, area_data(area_slot(c->A, p, s)) + (size_t)r * b, b);
-        return PLAIT_OK;
+        break;
+    default:                /* PCOLL_BARRIER */
+        break;
     }
 }
+
+/* A blocking call as area call s (and more, for the multi-exchange ones). */
+static int area_call(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+{
+    area_plan_t p;
+    int rc;
+    if (!area_one_exchange(c->A, c->comm->size, a))
+        return a->coll == PCOLL_REDUCE_C ? area_reduce_2phase(c, a, s)
+             : a->count * a->es > c->A->slot ? area_allreduce_pieces(c, a, s)
+             : area_allreduce_2phase(c, a, s);
+    area_plan(c, a, &p);
+    if ((rc = area_exchange(c, a, s, &p)) == PLAIT_OK)
+        area_finish(c, a, s);
+    return rc;
+}
+
+static int area_drain(const area_call_t *c);
 
 int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn)
 {
     area_call_t c = {s, comm, comm->area, fn, pcoll_call_sig(a), comm->coll_calls,
                      (int)(comm->coll_seq - 1)};   /* (taken by the caller) */
-    uint32_t seq = ++c.A->seq;
-    switch (a->coll) {
-    case PCOLL_BCAST: case PCOLL_REDUCE_C: case PCOLL_GATHER: case PCOLL_SCATTER:
-        return area_rooted(&c, a, seq);
-    case PCOLL_BARRIER: case PCOLL_ALLREDUCE: case PCOLL_REDUCE_SCATTER: case PCOLL_ALLGATHER:
-    case PCOLL_ALLTOALL:
-        return area_unrooted(&c, a, seq);
-    default:
+    int rc;
+    if (a->coll == PCOLL_ALLTOALLV || a->coll >= PCOLL_NCOLL)
         return prt_err(PLAIT_ERR_INTERNAL, "%s: no shared-memory area variant", fn);
+    if ((rc = area_drain(&c)) != PLAIT_OK)
+        return rc;
+    rc = area_call(&c, a, ++c.A->seq);
+    area_read_done(c.A, comm->rank, c.A->seq);   /* (a failed call reads no more either) */
+    return rc;
+}
+
+/* ------------------------------------------------------------- non-blocking */
+
+/* A non-blocking one-exchange call (see "Non-blocking calls" in the header
+ * comment): queued on its area from its start until its turn to finish. */
+typedef struct area_op {
+    area_call_t      c;
+    pcoll_args_t     a;         /* the caller's arguments: its buffers are read at the
+                                 * publish and written at the finish */
+    area_plan_t      p;
+    uint32_t         s;         /* its area call */
+    int              published;
+    int              failed;    /* the error a wait's checks found (its request is complete
+                                 * then; the call is skipped when its turn comes) */
+    int              probed;
+    uint64_t         since_ns;  /* the first check that found it holding the queue up */
+    plait_request_t  req;       /* NULL once its owner freed it */
+    struct area_op  *next;
+} area_op_t;
+
+static int area_op_arrived(const area_op_t *op)
+{
+    return op->p.from == AREA_WAIT_NONE ||
+           area_missing(&op->c, op->s, op->p.from, 0, AREA_ON_SLOTS) >= op->c.comm->size;
+}
+
+static void area_op_fail(area_op_t *op, int rc)
+{
+    op->failed = rc;
+    if (op->req) {
+        pcoll_fail_tell_locked(op->c.s, op->c.comm, op->c.call, rc);
+        ppt_req_complete(op->c.s, op->req, rc);
     }
+}
+
+/* The queue's head is read (or failed): results, read word, request. */
+static void area_op_finish(area_op_t *op)
+{
+    pcoll_area_t *A = op->c.A;
+    plait_comm_t comm = op->c.comm;
+    int rc = op->failed;
+    if (rc == PLAIT_OK && (rc = area_check(&op->c, op->s, &op->p)) == PLAIT_OK)
+        area_finish(&op->c, &op->a, op->s);
+    if (!(A->qhead = op->next))
+        A->qtail = NULL;
+    area_read_done(A, comm->rank, op->s);
+    if (!op->failed && rc != PLAIT_OK)
+        area_op_fail(op, rc);
+    else if (!op->failed)
+        ppt_req_complete(op->c.s, op->req, PLAIT_OK);
+    if (!op->req)
+        free(op);
+    else
+        op->next = op;   /* (out of the queue: area_op_destroy frees it) */
+    atomic_fetch_sub(&comm->refs, 1);   /* (the queue's hold: pcoll_area_start_locked) */
+    if (--A->nops == 0 && A->orphan)
+        area_free_now(A);
+}
+
+/* Publishes every queued call whose slot is free, in order, then finishes
+ * the head while its slots are in. Never waits. */
+static void area_nb_advance(pcoll_area_t *A)
+{
+    area_op_t *op = A->qhead;
+    while (op && op->published)
+        op = op->next;
+    for (; op && area_reuse_ready(&op->c, op->s); op = op->next) {
+        area_publish(&op->c, &op->a, op->s, &op->p);
+        op->published = 1;
+    }
+    while ((op = A->qhead) && op->published && (op->failed || area_op_arrived(op)))
+        area_op_finish(op);
+}
+
+/* What the queue's head waits for: its slots (published) or the read
+ * words that free its slot; only AREA_WAIT_NONE: nothing. */
+static void area_op_waits(const area_op_t *h, uint32_t *want, int *only, int *on)
+{
+    *on = h->published ? AREA_ON_SLOTS : AREA_ON_READ;
+    *want = h->published ? h->s : h->s - h->c.A->depth;
+    *only = h->published ? h->p.from : AREA_WAIT_ALL;
+}
+
+/* A blocking area call finishes the queued ones first, waiting as its own
+ * steps do (their checks and timeout under the blocking call's name). */
+static int area_drain(const area_call_t *c)
+{
+    area_op_t *h;
+    while ((h = c->A->qhead) != NULL) {
+        area_call_t w = h->c;
+        int rc = PLAIT_OK;
+        w.fn = c->fn;
+        if (!h->published)
+            rc = area_reuse(&w, h->s);
+        else if (!h->failed && h->p.from != AREA_WAIT_NONE)
+            rc = area_wait(&w, h->s, h->p.from, AREA_ON_SLOTS);
+        if (rc != PLAIT_OK)
+            return rc;
+        area_nb_advance(c->A);
+    }
+    return PLAIT_OK;
+}
+
+/* ------------------------------------------- the request's hooks (pt2pt) */
+
+static int area_op_progress(plait_request_t req)
+{
+    area_op_t *op = req->coll;
+    if (!atomic_load_explicit(&req->done, memory_order_acquire))
+        area_nb_advance(op->c.A);
+    return atomic_load_explicit(&req->done, memory_order_acquire);
+}
+
+/* (lock held) An op completes where area_nb_advance runs, which may be
+ * another call's progress or start: its request may still be listed. */
+static void area_op_destroy(plait_request_t req)
+{
+    area_op_t *op = req->coll;
+    ppt_coll_unlink_locked(op ? op->c.s : ppt_get(), req);
+    req->coll = NULL;
+    if (op && op->next == op)    /* out of the queue */
+        free(op);
+    else if (op)                 /* failed early, its turn still to come: area_op_finish */
+        op->req = NULL;
+}
+
+/* The checks of a wait (every 100 ms), on the call holding the queue up:
+ * a dead rank (PLAIT_ERR_PEER, the request stays), a peer's notice, a
+ * divergence or a probe's answer (that call fails; the waited one too if it
+ * is that one). */
+static int area_op_check(plait_request_t req)
+{
+    area_op_t *op = req->coll, *h;
+    uint32_t want;
+    int only, on, probe, rc;
+    uint64_t now = prt_now_ns();
+    if (!op || atomic_load_explicit(&req->done, memory_order_acquire) || !(h = op->c.A->qhead))
+        return PLAIT_OK;
+    area_op_waits(h, &want, &only, &on);
+    if (h->failed || only == AREA_WAIT_NONE)
+        return PLAIT_OK;
+    if (!h->since_ns)
+        h->since_ns = now;
+    probe = !h->probed && now - h->since_ns > PCOLL_PROBE_NS && h->c.call;
+    h->probed |= probe;
+    rc = area_alive(&h->c, want, only, 0, on, probe);
+    if (rc == PLAIT_OK || rc == PLAIT_ERR_PEER)
+        return rc;
+    area_op_fail(h, rc);
+    return h == op ? rc : PLAIT_OK;
+}
+
+/* Whom the call holding the queue up waits for, for a timeout's message. */
+static void area_op_who(plait_request_t req, char *out, size_t len)
+{
+    area_op_t *op = req->coll, *h = op ? op->c.A->qhead : NULL;
+    uint32_t want;
+    int only, on;
+    char who[200];
+    out[0] = '\0';
+    if (!h)
+        return;
+    area_op_waits(h, &want, &only, &on);
+    if (only == AREA_WAIT_NONE)
+        return;
+    area_who(&h->c, want, only, 0, on, who, sizeof who);
+    snprintf(out, len, "rank(s) %s %s area call %u in the shared-memory collective area", who,
+             on == AREA_ON_READ ? "to finish reading" : "to publish their part of",
+             (unsigned)want);
+}
+
+/* A wait's sleep (lock held; dropped while asleep): on the area's bell,
+ * which publishes and read words ring. */
+static void area_op_sleep(plait_request_t req)
+{
+    area_op_t *op = req->coll, *h = op ? op->c.A->qhead : NULL;
+    ppt_state_t *s = op ? op->c.s : ppt_get();
+    area_call_t w = {0};
+    uint32_t want = 0;
+    int only = AREA_WAIT_NONE, on = AREA_ON_SLOTS;
+    if (h && !atomic_load_explicit(&req->done, memory_order_acquire)) {
+        w = h->c;   /* (a copy: h may leave the queue while this sleeps) */
+        w.comm = op->c.comm;
+        area_op_waits(h, &want, &only, &on);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (only == AREA_WAIT_NONE)
+        sched_yield();
+    else
+        area_sleep(&w, want, only, 0, on);
+    pthread_mutex_lock(&s->lock);
+}
+
+/* --------------------------------------------------------- starting one */
+
+int pcoll_area_nb_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a)
+{
+    const pcoll_area_t *A = comm->area;
+    size_t bytes;
+    int large;
+    return A && A->state == AREA_READY && area_fits(s, comm, a, &bytes, &large) && !large &&
+           bytes <= A->slot && area_one_exchange(A, comm->size, a);
+}
+
+int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                            const char *fn, plait_request_t *out)
+{
+    pcoll_area_t *A = comm->area;
+    area_op_t *op = calloc(1, sizeof *op);
+    plait_request_t req = op ? ppt_req_new(PPT_REQ_COLL, comm, NULL) : NULL;
+    uint32_t seq = ++A->seq;   /* (taken even without memory: the numbering goes on) */
+    if (!req) {
+        free(op);
+        return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for its request", fn);
+    }
+    op->c = (area_call_t){s, comm, A, fn, pcoll_call_sig(a), comm->coll_calls,
+                          (int)(comm->coll_seq - 1)};   /* (taken by the caller) */
+    op->a = *a;
+    op->s = seq;
+    op->req = req;
+    area_plan(&op->c, &op->a, &op->p);
+    atomic_fetch_add(&comm->refs, 1);   /* the queue's hold (area_op_finish drops it) */
+    if (A->qtail)
+        A->qtail->next = op;
+    else
+        A->qhead = op;
+    A->qtail = op;
+    A->nops++;
+    req->coll = op;
+    req->what = fn;
+    req->peer = PLAIT_ANY_SOURCE;
+    req->tag = PLAIT_ANY_TAG;
+    req->progress = area_op_progress;
+    req->destroy = area_op_destroy;
+    req->check_peers = area_op_check;
+    req->wait_peers = area_op_who;
+    req->sleep = area_op_sleep;
+    req->call = comm->coll_calls;
+    area_nb_advance(A);
+    if (!atomic_load_explicit(&req->done, memory_order_acquire))
+        pcoll_listed_locked(s, req);
+    *out = req;
+    return PLAIT_OK;
 }

@@ -112,6 +112,9 @@ struct plait_request {
     /* the ranks it still waits for, as text for timeout messages (e.g. "a
      * message from rank 1, rank 2 to receive one"); NULL: not known */
     void           (*wait_peers)(struct plait_request *req, char *out, size_t len);
+    /* a wait's sleep, lock held (dropped while asleep); NULL: on the shm
+     * transport's wake-up word (a shared-area call waits on the area's) */
+    void           (*sleep)(struct plait_request *req);
     void            *coll;
     const char      *what;          /* for timeout messages: "plait_barrier" ... */
     uint32_t         call;          /* a collective call's wait: that call's number
@@ -303,6 +306,9 @@ static inline void ppt_coll_unlisted_locked(ppt_state_t *s, plait_request_t r)
                               atomic_load_explicit(&s->nb_inflight, memory_order_relaxed) - 1,
                               memory_order_relaxed);
 }
+/* Takes a collective's request out of coll_head if it is there (one
+ * completed outside its own progress call, then freed). */
+void ppt_coll_unlink_locked(ppt_state_t *s, plait_request_t req);
 void ppt_async_stop(ppt_state_t *s);
 /* A program thread enters (+1) or leaves (-1) a wait loop. */
 static inline void ppt_waiting(ppt_state_t *s, int d)

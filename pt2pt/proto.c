@@ -1009,7 +1009,7 @@ static void txq_remove_req(ppt_state_t *s, plait_request_t req)
         s->ntxq--;
 }
 
-static void coll_unlink(ppt_state_t *s, plait_request_t req)
+void ppt_coll_unlink_locked(ppt_state_t *s, plait_request_t req)
 {
     if (req->prev || s->coll_head == req) {   /* (else not in the list: finished already) */
         ppt_coll_unlisted_locked(s, req);
@@ -1121,7 +1121,7 @@ int ppt_cancel_locked(ppt_state_t *s, plait_request_t req)
     if (req->kind == PPT_REQ_SEND && live)
         txq_remove_req(s, req);
     if (req->kind == PPT_REQ_COLL) {
-        coll_unlink(s, req);
+        ppt_coll_unlink_locked(s, req);
         if (req->destroy) {
             req->destroy(req);      /* cancels and frees the inner requests */
             req->destroy = NULL;

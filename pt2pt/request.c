@@ -452,10 +452,14 @@ static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn,
                                  moved_ns ? (now - moved_ns) * 1e-9 : -1);
             b.deadline_ns = moved_ns + timeout_ns;   /* data moved: not stalled */
         }
-        pthread_mutex_unlock(&s->lock);
-        wait_backoff(s, &b, now, req);
+        if (req->sleep && prt_backoff_stage(&b, now, s->cfg.spin_us, s->cfg.yield_us) >= 2) {
+            req->sleep(req);
+        } else {
+            pthread_mutex_unlock(&s->lock);
+            wait_backoff(s, &b, now, req);
+            pthread_mutex_lock(&s->lock);
+        }
         backed_off = 1;
-        pthread_mutex_lock(&s->lock);
     }
 }
 

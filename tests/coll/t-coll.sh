@@ -244,6 +244,31 @@ if [ -x "$REFUSE" ]; then
     PROG=$REFUSE job "mismatches no message shows, udp: probes, no timeout (3 ranks)" \
         3 0 PLAIT_TRANSPORT=udp -- silent
 fi
+# Non-blocking calls on the shared area (coll/shm_small.c, "Non-blocking
+# calls"): up to 96 in flight among blocking ones, completed in every order,
+# on the world and a split communicator; a root running 150 calls ahead of
+# a rank blocked in a receive (publishes wait in the queue, starts never
+# wait); calls pending on a freed communicator; mismatches found by the
+# area's checks and by stall probes, no timeout.
+NBAREA=$B/tests/coll/coll_nb_area
+if [ -x "$NBAREA" ]; then
+    for n in 2 3 5 8; do
+        PROG=$NBAREA job "non-blocking calls on the shared area, in flight in every order ($n ranks)" \
+            "$n" "$PLAIT_TIMEOUT" -- stress
+    done
+    PROG=$NBAREA job "non-blocking calls on the shared area, waits asleep at once (4 ranks)" \
+        4 "$PLAIT_TIMEOUT" PLAIT_WAIT_SPIN_US=0 PLAIT_WAIT_YIELD_US=0 -- stress
+    for n in 2 4; do
+        PROG=$NBAREA job "a root 150 non-blocking calls ahead of a blocked rank ($n ranks)" \
+            "$n" "$PLAIT_TIMEOUT" -- behind
+    done
+    PROG=$NBAREA job "non-blocking calls on the area of a freed communicator (3 ranks)" \
+        3 "$PLAIT_TIMEOUT" -- freed
+    for n in 2 4; do
+        PROG=$NBAREA job "non-blocking mismatches on the shared area: checks and probes, no timeout ($n ranks)" \
+            "$n" 0 -- diverge
+    done
+fi
 # Blocked calls go to sleep at once: area waits end on the bell's futex wake.
 job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \
     PLAIT_WAIT_SPIN_US=0 PLAIT_WAIT_YIELD_US=0 PLAIT_TEST_QUICK=1 -- suite reduced
