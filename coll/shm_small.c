@@ -149,7 +149,8 @@ typedef struct {
     uint64_t         bytes;    /* bytes this rank published (its count, scaled per collective) */
     uint32_t         sig;      /* collective, datatype and operator (pcoll_call_sig) */
     uint32_t         call;     /* the communicator's collective call it belongs to */
-    uint32_t         rsv[2];
+    _Atomic uint32_t done;     /* the publisher's read word when it published (area_reuse_ready) */
+    uint32_t         rsv;
 } area_slot_t;                 /* data follows, at AREA_HDR */
 #define AREA_HDR sizeof(area_slot_t)
 _Static_assert(sizeof(area_slot_t) == 32, "area slot header");
@@ -659,11 +660,27 @@ static int area_wait(const area_call_t *c, uint32_t want, int only, int on)
 
 /* ------------------------------------------------------------- one call */
 
+/* How far rank p has read, as far as a look shows: the read word it wrote
+ * into its slot of call s - 1 when it published that (a line this rank's
+ * wait of call s - 1 has just loaded, when it waited for p), where that
+ * already says need; else its read word itself (its own line: a cache
+ * miss, rarely needed by blocking calls; the header's value is old when p
+ * published s - 1 long ago and read on since). */
+static uint32_t area_read_seen(const pcoll_area_t *A, int p, uint32_t s, uint32_t need)
+{
+    if (area_arrived(A, p, s - 1)) {
+        uint32_t v = atomic_load_explicit(&area_slot(A, p, s - 1)->done, memory_order_relaxed);
+        if ((int32_t)(v - need) >= 0)
+            return v;
+    }
+    return atomic_load_explicit(area_done(A, p), memory_order_acquire);
+}
+
 /* Step 1 of the header comment without waiting: 1 when every rank has read
  * call s - D (this one too: its own non-blocking calls may be unread). A
- * look at the read words records the oldest in A->seen, so the next calls
- * skip it while they need no more: with every rank keeping up (read words at
- * s - 1 or s - 2) that is the next D - 2 or so. */
+ * look records the least read in A->seen, so the next calls skip it while
+ * they need no more: with every rank keeping up (read at s - 2 when they
+ * published s - 1) that is the next D - 2. */
 static int area_reuse_ready(const area_call_t *c, uint32_t s)
 {
     pcoll_area_t *A = c->A;
@@ -671,8 +688,8 @@ static int area_reuse_ready(const area_call_t *c, uint32_t s)
                                                             memory_order_relaxed);
     if ((int32_t)(A->seen - need) >= 0)
         return 1;
-    for (int p = 0; p < c->comm->size; p++) {
-        uint32_t v = atomic_load_explicit(area_done(A, p), memory_order_acquire);
+    for (int p = 0; p < c->comm->size && (int32_t)(low - need) >= 0; p++) {
+        uint32_t v = p == c->comm->rank ? low : area_read_seen(A, p, s, need);
         if ((int32_t)(v - low) < 0)
             low = v;
     }
@@ -710,6 +727,9 @@ static void area_publish(const area_call_t *c, const pcoll_args_t *a, uint32_t s
     mine->root = p->root;
     mine->sig = c->sig;
     mine->call = c->call;
+    atomic_store_explicit(&mine->done, atomic_load_explicit(area_done(c->A, c->comm->rank),
+                                                            memory_order_relaxed),
+                          memory_order_relaxed);
     if (p->input && pcoll_prescaled(a->dt, a->op))
         pcoll_take_input(area_data(mine), p->src, p->len / a->es, a->dt, a->op, c->comm->size);
     else if (p->len)
@@ -735,9 +755,12 @@ static void area_read_done(const pcoll_area_t *A, int rank, uint32_t s)
 static int area_check(const area_call_t *c, uint32_t s, const area_plan_t *p)
 {
     int n = c->comm->size, from = p->from;
+    uint32_t low = atomic_load_explicit(area_done(c->A, c->comm->rank), memory_order_relaxed);
     for (int q = from >= 0 ? from : 0; from != AREA_WAIT_NONE && q < n;
          q = from >= 0 ? n : q + 1) {
         const area_slot_t *sl = area_slot(c->A, q, s);
+        uint32_t rd = atomic_load_explicit(&sl->done, memory_order_relaxed);
+        low = (int32_t)(rd - low) < 0 && q != c->comm->rank ? rd : low;
         /* Area calls are numbered by the area alone; a rank that made a
          * collective call without it (a count of 0: nothing to publish)
          * while the others used it is a call behind there: the slot then
@@ -758,6 +781,10 @@ static int area_check(const area_call_t *c, uint32_t s, const area_plan_t *p)
                            "contributes %zu: ranks passed different counts", c->fn, q,
                            (unsigned long long)sl->bytes, p->bytes);
     }
+    /* Every rank's slot headers are in cache now: how far each had read
+     * when it published is step 1's answer for the next calls, free. */
+    if (from == AREA_WAIT_ALL && (int32_t)(low - c->A->seen) > 0)
+        c->A->seen = low;
     return PLAIT_OK;
 }
 
