@@ -9,7 +9,7 @@
  *
  * The area (one POSIX shm segment per communicator, made lazily at the first
  * eligible blocking call, which every rank reaches as collectives start in
- * the same order): a control line (futex bell, sleeper count), a line per
+ * the same order): a control line (futex bell, sleeper count), two lines per
  * rank (its read word, step 4 below), then per rank D slots (4..32, see
  * AREA_DEPTH_MAX), slot[s % D] for area call s. A slot is a 32-byte header
  * (seq: the call it holds, 0 before the first; bytes and
@@ -228,7 +228,7 @@ static area_slot_t *area_slot(const pcoll_area_t *A, int rank, uint32_t s)
 
 static _Atomic uint32_t *area_done(const pcoll_area_t *A, int rank)
 {
-    return &((area_rank_t *)(A->base + AREA_LINE * (1 + (size_t)rank)))->done;
+    return &((area_rank_t *)(A->base + AREA_LINE * (1 + 2 * (size_t)rank)))->done;
 }
 
 static char *area_data(area_slot_t *sl) { return (char *)sl + AREA_HDR; }
@@ -408,7 +408,9 @@ static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A,
     size_t slot = s->cfg.coll_shm_small < AREA_SLOT_MAX ? s->cfg.coll_shm_small : AREA_SLOT_MAX;
     memset(&card, 0, sizeof card);
     A->state = AREA_NONE;
-    A->slots_at = AREA_LINE * (1 + (size_t)comm->size);   /* bell line, read words */
+    /* the bell's line, then a read word per two lines (no two ranks' words
+     * in one pair of lines, which the CPU may fetch together) */
+    A->slots_at = AREA_LINE * (1 + 2 * (size_t)comm->size);
     if (comm->rank == 0) {
         A->slot = (slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
         A->sstride = (AREA_HDR + A->slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
@@ -699,21 +701,23 @@ static int area_reuse_ready(const area_call_t *c, uint32_t s)
     return 1;
 }
 
-/* Step 1, waiting: where a rank lags, until every peer has read s - D/2
- * (more than step 1 needs): a root that got D - 1 calls ahead then runs
- * D/2 - 1 calls before it looks again, instead of trailing its slowest
+/* Step 1, waiting: where a rank lags, until every peer has read s - D/2 - 1
+ * (more than step 1 needs; as much as a peer's publish of s - D/2 showed
+ * before the read words): a root that got D - 1 calls ahead then runs a few
+ * calls before it looks again, instead of trailing its slowest
  * reader call by call (one sched_yield per call when oversubscribed). The
  * peers get there without this rank: they need only its calls up to s - 1,
  * all published (a blocking call drains the queue first, area_drain, and a
  * queued call waits here only from there). */
 static int area_reuse(const area_call_t *c, uint32_t s)
 {
+    uint32_t want = s - c->A->depth / 2 - 1;
     int rc;
     if (area_reuse_ready(c, s))
         return PLAIT_OK;
-    if ((rc = area_wait(c, s - c->A->depth / 2, AREA_WAIT_ALL, AREA_ON_READ)) != PLAIT_OK)
+    if ((rc = area_wait(c, want, AREA_WAIT_ALL, AREA_ON_READ)) != PLAIT_OK)
         return rc;
-    c->A->seen = s - c->A->depth / 2;
+    c->A->seen = want;
     return PLAIT_OK;
 }
 
