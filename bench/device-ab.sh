@@ -52,6 +52,23 @@ source "$ab_root/bench/hosts-lib.sh"
 mkdir -p /tmp/h
 hosts_up ab 2 /tmp/h >/dev/null 2>&1 || true
 
+# ab_rounds ROUNDS "BUILDS" "CELLS" FN: ROUNDS rounds, the builds in the
+# given order in odd rounds and reversed in even ones; for each build and
+# cell prints "== CELL" and "BUILD ROUND: $(FN BUILD CELL)".
+ab_rounds() {
+    local rounds=$1 builds=$2 cells=$3 fn=$4 r b c order
+    for r in $(seq 1 "$rounds"); do
+        order=$builds
+        [ $((r % 2)) = 0 ] && order=$(echo "$builds" | tr ' ' '\n' | tac | tr '\n' ' ')
+        for b in $order; do
+            for c in $cells; do
+                echo "== $c"
+                echo "$b $r: $("$fn" "$b" "$c")"
+            done
+        done
+    done
+}
+
 # The "size time" pairs of a plait-bench / nccl-tests style output.
 ab_cells() { grep -v '^#' | awk 'NF >= 2 && $1 ~ /^[0-9]+$/ {printf "%s %s | ", $1, ($2 ~ /^[0-9]+$/ ? $6 : $2)} END {print ""}'; }
 

@@ -18,7 +18,7 @@ def parse(path):
     cells = defaultdict(lambda: defaultdict(list))   # (ranks, build) -> size -> [(b, nb, hid)]
     ranks = None
     for line in open(path, encoding="utf-8", errors="replace"):
-        m = re.match(r"== (\d+) ranks", line)
+        m = re.match(r"== (\d+)", line)
         if m:
             ranks = int(m.group(1))
             continue

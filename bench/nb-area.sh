@@ -9,7 +9,7 @@
 # Run on the device machine with the tarballs carried (bench/device-ab.sh):
 #   here:  make dist; cp BASE-TARBALL kit/base.tar.gz
 #   there: bench/nb-area.sh 4 2 4 8
-# Output: "== N ranks" then "BUILD ROUND: size blocking nb-wait hidden% | ..."
+# Output: "== N" (ranks) then "BUILD ROUND: size blocking nb-wait hidden% | ..."
 # lines (us); bench/nb-area-table.py turns them into a median table.
 cd "$(dirname "$0")/.." || exit 1
 rounds=${1:?rounds}; shift
@@ -17,7 +17,7 @@ ranks=${*:-2 4 8}
 rm -rf /tmp/new /tmp/base
 # shellcheck source=bench/device-ab.sh
 source bench/device-ab.sh kit/base.tar.gz plait-0.1.0.tar.gz || exit 1
-run() {   # run BUILD N (BUILD base, new or ompi)
+run() {   # run BUILD N (BUILD base, new or ompi): one line of cells
     local p=/tmp/$1/plait-0.1.0 args=(-b 8 -e 64K -n 2000)
     if [ "$1" = ompi ]; then
         mpirun --allow-run-as-root -np "$2" --bind-to core --mca btl self,vader \
@@ -26,13 +26,4 @@ run() {   # run BUILD N (BUILD base, new or ompi)
         "$p/launcher/plaitrun" --bind-to core -n "$2" "$p/bench/nb-overlap" "${args[@]}"
     fi 2>&1 | awk '$1 ~ /^[0-9]+$/ {printf "%s %s %s %s | ", $1, $2, $3, $6} END {print ""}'
 }
-for r in $(seq 1 "$rounds"); do
-    order="base new ompi"
-    [ $((r % 2)) = 0 ] && order="ompi new base"
-    for b in $order; do
-        for n in $ranks; do
-            echo "== $n ranks"
-            echo "$b $r: $(run "$b" "$n")"
-        done
-    done
-done
+ab_rounds "$rounds" "base new ompi" "$ranks" run

@@ -27,13 +27,4 @@ run() {   # run BUILD CELL
                    awk '$1 ~ /^[0-9]+$/ {print $1, $3}' ;;   # the nb-wait column
     esac 2>&1 | ab_cells
 }
-for r in $(seq 1 "$rounds"); do
-    order="base new"
-    [ $((r % 2)) = 0 ] && order="new base"
-    for b in $order; do
-        for c in $cells; do
-            echo "== $c"
-            echo "$b $r: $(run "$b" "$c")"
-        done
-    done
-done
+ab_rounds "$rounds" "base new" "$cells" run
