@@ -499,7 +499,7 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
  * read words past one (step 1, area_reuse). */
 enum { AREA_ON_SLOTS = 0, AREA_ON_READ };
 
-static int area_arrived(const pcoll_area_t *A, int p, uint32_t want)
+static inline int area_arrived(const pcoll_area_t *A, int p, uint32_t want)
 {
     uint32_t v = atomic_load_explicit(&area_slot(A, p, want)->seq, memory_order_acquire);
     return (int32_t)(v - want) >= 0;
@@ -508,7 +508,7 @@ static int area_arrived(const pcoll_area_t *A, int p, uint32_t want)
 /* Rank p has read call want: its read word says so, or the header of its
  * slot of call want + 1 (what it had read when it published that; a rank
  * that never queued a non-blocking call leaves its word alone). */
-static int area_read_past(const pcoll_area_t *A, int p, uint32_t want)
+static inline int area_read_past(const pcoll_area_t *A, int p, uint32_t want)
 {
     uint32_t v = atomic_load_explicit(area_done(A, p), memory_order_acquire);
     if ((int32_t)(v - want) >= 0)
@@ -519,14 +519,14 @@ static int area_read_past(const pcoll_area_t *A, int p, uint32_t want)
     return (int32_t)(v - want) >= 0;
 }
 
-static int area_reached(const pcoll_area_t *A, int p, uint32_t want, int on)
+static inline int area_reached(const pcoll_area_t *A, int p, uint32_t want, int on)
 {
     return on == AREA_ON_READ ? area_read_past(A, p, want) : area_arrived(A, p, want);
 }
 
 /* First rank from k on (only that one if only >= 0) that has not reached
  * want, or n. */
-static int area_missing(const area_call_t *c, uint32_t want, int only, int k, int on)
+static inline int area_missing(const area_call_t *c, uint32_t want, int only, int k, int on)
 {
     int n = c->comm->size;
     if (only >= 0)
@@ -611,7 +611,7 @@ static void area_sleep(const area_call_t *c, uint32_t want, int only, int k, int
 }
 
 /* Wakes the ranks asleep on the bell (after a publish or a read word). */
-static void area_ring(const pcoll_area_t *A)
+static inline void area_ring(const pcoll_area_t *A)
 {
     area_ctl_t *ctl = area_ctl(A);
     if (atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)) {
@@ -662,7 +662,7 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only, int on)
     }
 }
 
-static int area_wait(const area_call_t *c, uint32_t want, int only, int on)
+static inline int area_wait(const area_call_t *c, uint32_t want, int only, int on)
 {
     int rc;
     ppt_waiting(c->s, 1);
@@ -699,7 +699,7 @@ static uint32_t area_read_seen(const pcoll_area_t *A, int p, uint32_t s, uint32_
  * look records the least read in A->seen, so the next calls skip it while
  * they need no more: with every rank keeping up (read at s - 2 when they
  * published s - 1) that is the next D - 2. */
-static int area_reuse_ready(const area_call_t *c, uint32_t s)
+static inline int area_reuse_ready(const area_call_t *c, uint32_t s)
 {
     pcoll_area_t *A = c->A;
     uint32_t need = s - A->depth, low = A->read;
@@ -728,7 +728,7 @@ static int area_reuse_ready(const area_call_t *c, uint32_t s)
  * a rank writes its read word every call, and each look at it costs the
  * writer a cache miss; a bcast root spinning on them slowed the 8-rank
  * bcast of 8 B from 0.34 to 0.47 us.) */
-static int area_reuse(const area_call_t *c, uint32_t s)
+static inline int area_reuse(const area_call_t *c, uint32_t s)
 {
     uint32_t half = s - c->A->depth / 2;
     int rc;
@@ -746,7 +746,7 @@ static int area_reuse(const area_call_t *c, uint32_t s)
 
 /* Step 2 (step 1 holds): header and data of plan p into this rank's slot
  * of call s, then the flag. */
-static void area_publish(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
+static inline void area_publish(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
                          const area_plan_t *p)
 {
     area_slot_t *mine = area_slot(c->A, c->comm->rank, s);
@@ -773,7 +773,7 @@ static void area_publish(const area_call_t *c, const pcoll_args_t *a, uint32_t s
  * every publish's header tells the others as much (it read x - 1 before it
  * published x), and a word written every call costs each look at it a cache
  * miss on both sides (8 ranks, bcast of 8 B: 0.32 -> 0.39-0.47 us). */
-static void area_read_done(pcoll_area_t *A, int rank, uint32_t s)
+static inline void area_read_done(pcoll_area_t *A, int rank, uint32_t s)
 {
     A->read = s;
     if (A->queued_any) {
@@ -784,7 +784,7 @@ static void area_read_done(pcoll_area_t *A, int rank, uint32_t s)
 
 /* Step 3's checks: the headers of the slots of call s that plan p reads
  * against this rank's. */
-static int area_check(const area_call_t *c, uint32_t s, const area_plan_t *p)
+static inline int area_check(const area_call_t *c, uint32_t s, const area_plan_t *p)
 {
     int n = c->comm->size, from = p->from;
     uint32_t low = c->A->read;
@@ -822,7 +822,7 @@ static int area_check(const area_call_t *c, uint32_t s, const area_plan_t *p)
 
 /* Steps 1-3 of the header comment for plan p as call s (a is needed only
  * for p->input). */
-static int area_exchange(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
+static inline int area_exchange(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
                          const area_plan_t *p)
 {
     int rc;
@@ -1022,7 +1022,7 @@ static int area_two_phase(int n, size_t b, size_t limit)
 
 /* 1 when the call is one exchange (area_plan / area_finish): every area
  * collective but the two-phase reductions and area_allreduce_pieces. */
-static int area_one_exchange(const pcoll_area_t *A, int n, const pcoll_args_t *a)
+static inline int area_one_exchange(const pcoll_area_t *A, int n, const pcoll_args_t *a)
 {
     size_t b = a->count * a->es;
     if (a->coll == PCOLL_ALLREDUCE)
@@ -1034,7 +1034,7 @@ static int area_one_exchange(const pcoll_area_t *A, int n, const pcoll_args_t *a
  * a root's data (bcast, scatter) or everyone's (the rest; a reduction's
  * input is scaled into the slot where pcoll_prescaled), read by everyone, by
  * the root (reduce, gather) or by the others (bcast, scatter). */
-static void area_plan(const area_call_t *c, const pcoll_args_t *a, area_plan_t *p)
+static inline void area_plan(const area_call_t *c, const pcoll_args_t *a, area_plan_t *p)
 {
     int n = c->comm->size, r = c->comm->rank, root = a->root;
     size_t b = a->count * a->es, nb = (size_t)n * b;
@@ -1077,7 +1077,7 @@ static void area_plan(const area_call_t *c, const pcoll_args_t *a, area_plan_t *
 }
 
 /* The result of a one-exchange call s from the slots it waited for. */
-static void area_finish(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+static inline void area_finish(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
 {
     int n = c->comm->size, r = c->comm->rank, root = a->root;
     size_t b = a->count * a->es;
