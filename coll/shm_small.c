@@ -183,8 +183,9 @@ typedef struct pcoll_area {
     char    *scratch;          /* a slot's worth for direct reads (area_allreduce_pieces) */
     int      direct;           /* every peer's memory can be read directly (CMA) */
     struct area_op *qhead, *qtail;   /* non-blocking calls not finished, in call order */
-    uint32_t nops;             /* ... and finished ones not yet out of the queue: they
-                                * keep the area mapped after its communicator is freed */
+    uint32_t nops;             /* non-blocking calls not freed yet (queued, or their
+                                * request not freed): they keep the area mapped after
+                                * its communicator is freed (area_op_free) */
     int      orphan;           /* its communicator is freed: the last op unmaps it */
 } pcoll_area_t;
 
@@ -1191,6 +1192,17 @@ static void area_op_fail(area_op_t *op, int rc)
     }
 }
 
+/* An op is freed when both its turn in the queue and its request are
+ * over; the area of a freed communicator goes with the last one (not at
+ * the pop: a waiter may still sleep on the area's bell then). */
+static void area_op_free(area_op_t *op)
+{
+    pcoll_area_t *A = op->c.A;
+    free(op);
+    if (--A->nops == 0 && A->orphan)
+        area_free_now(A);
+}
+
 /* The queue's head is read (or failed): results, read word, request. */
 static void area_op_finish(area_op_t *op)
 {
@@ -1206,13 +1218,11 @@ static void area_op_finish(area_op_t *op)
         area_op_fail(op, rc);
     else if (!op->failed)
         ppt_req_complete(op->c.s, op->req, PLAIT_OK);
+    atomic_fetch_sub(&comm->refs, 1);   /* (the queue's hold: pcoll_area_start_locked) */
     if (!op->req)
-        free(op);
+        area_op_free(op);
     else
         op->next = op;   /* (out of the queue: area_op_destroy frees it) */
-    atomic_fetch_sub(&comm->refs, 1);   /* (the queue's hold: pcoll_area_start_locked) */
-    if (--A->nops == 0 && A->orphan)
-        area_free_now(A);
 }
 
 /* Publishes every queued call whose slot is free, in order, then finishes
@@ -1277,7 +1287,7 @@ static void area_op_destroy(plait_request_t req)
     ppt_coll_unlink_locked(op ? op->c.s : ppt_get(), req);
     req->coll = NULL;
     if (op && op->next == op)    /* out of the queue */
-        free(op);
+        area_op_free(op);
     else if (op)                 /* failed early, its turn still to come: area_op_finish */
         op->req = NULL;
 }
