@@ -1216,7 +1216,7 @@ static void area_op_finish(area_op_t *op)
     area_read_done(A, comm->rank, op->s);
     if (!op->failed && rc != PLAIT_OK)
         area_op_fail(op, rc);
-    else if (!op->failed)
+    else if (!op->failed && op->req)   /* (NULL: cancelled, ppt_cancel_locked) */
         ppt_req_complete(op->c.s, op->req, PLAIT_OK);
     atomic_fetch_sub(&comm->refs, 1);   /* (the queue's hold: pcoll_area_start_locked) */
     if (!op->req)
@@ -1288,7 +1288,8 @@ static void area_op_destroy(plait_request_t req)
     req->coll = NULL;
     if (op && op->next == op)    /* out of the queue */
         area_op_free(op);
-    else if (op)                 /* failed early, its turn still to come: area_op_finish */
+    else if (op)                 /* failed early or cancelled, its turn still to come:
+                                  * area_op_finish frees it */
         op->req = NULL;
 }
 
