@@ -1226,17 +1226,19 @@ static void area_op_finish(area_op_t *op)
 }
 
 /* Publishes every queued call whose slot is free, in order, then finishes
- * the head while its slots are in. Never waits. */
+ * the head while its slots are in. A failed call publishes nothing (its
+ * peers were told) and leaves at its turn. Never waits. */
 static void area_nb_advance(pcoll_area_t *A)
 {
     area_op_t *op = A->qhead;
     while (op && op->published)
         op = op->next;
-    for (; op && area_reuse_ready(&op->c, op->s); op = op->next) {
-        area_publish(&op->c, &op->a, op->s, &op->p);
+    for (; op && (op->failed || area_reuse_ready(&op->c, op->s)); op = op->next) {
+        if (!op->failed)
+            area_publish(&op->c, &op->a, op->s, &op->p);
         op->published = 1;
     }
-    while ((op = A->qhead) && op->published && (op->failed || area_op_arrived(op)))
+    while ((op = A->qhead) && (op->failed || (op->published && area_op_arrived(op))))
         area_op_finish(op);
 }
 
@@ -1258,9 +1260,11 @@ static int area_drain(const area_call_t *c)
         area_call_t w = h->c;
         int rc = PLAIT_OK;
         w.fn = c->fn;
-        if (!h->published)
+        if (h->failed)
+            ;   /* (leaves at once) */
+        else if (!h->published)
             rc = area_reuse(&w, h->s);
-        else if (!h->failed && h->p.from != AREA_WAIT_NONE)
+        else if (h->p.from != AREA_WAIT_NONE)
             rc = area_wait(&w, h->s, h->p.from, AREA_ON_SLOTS);
         if (rc != PLAIT_OK)
             return rc;
@@ -1288,9 +1292,11 @@ static void area_op_destroy(plait_request_t req)
     req->coll = NULL;
     if (op && op->next == op)    /* out of the queue */
         area_op_free(op);
-    else if (op)                 /* failed early or cancelled, its turn still to come:
-                                  * area_op_finish frees it */
+    else if (op) {               /* failed early or cancelled, its turn still to come:
+                                  * area_op_finish frees it (now, if it is the head) */
         op->req = NULL;
+        area_nb_advance(op->c.A);
+    }
 }
 
 /* The checks of a wait (every 100 ms), on the call holding the queue up:
