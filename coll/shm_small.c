@@ -25,21 +25,24 @@
  * Call s (area calls only are counted: a non-blocking collective takes
  * an area call only where the area already exists and the call is one
  * exchange, see "Non-blocking calls" below; every rank decides alike):
- *   1. reuse: wait until every rank's read word (done, in its line of the
- *      control block) says it has finished reading call s - D (in batches,
- *      see area_reuse);
+ *   1. reuse: wait until every rank has finished reading call s - D, as the
+ *      read level in the header of its newest slots shows (written with
+ *      each publish), or its read word (done, in its lines of the control
+ *      block) where it keeps one (in batches, see area_reuse);
  *   2. write header and data into own slot[s % D], release-store seq = s;
  *   3. acquire-load the peers' slot[s % D].seq until it is >= s (all peers,
  *      the root, or none, by collective), check their headers, read, compute;
- *   4. release-store done = s (also where the call read nothing, or failed).
+ *   4. read level = s (also where the call read nothing, or failed); a rank
+ *      that has queued a non-blocking call also release-stores done = s.
  * Invariant: a rank writes slot[s % D] only after every rank has finished
  * reading call s - D, the slot's previous tenant; reads finish in call order,
- * so done is one number. Conversely a reader of call s finds the peer's
- * slot[s % D] still holding s: the peer cannot publish s + D before the
- * reader's done reached s. (A slot may already hold a later call than one
+ * so the read level is one number. Conversely a reader of call s finds the
+ * peer's slot[s % D] still holding s: the peer cannot publish s + D before
+ * the reader has read s. (A slot may already hold a later call than one
  * awaited in step 3: hence ">=", in wrap-around arithmetic.) Every rank
  * publishes in every area call, even one with nothing to contribute (a bcast
- * non-root), and stores done in every one, so step 1 cannot wait for ever; it
+ * non-root; only a non-blocking call that failed, whose peers were told,
+ * publishes nothing), so step 1 cannot wait for ever; it
  * is skipped while an earlier look already saw every rank that far
  * (A->seen). D > 2 lets a root of bcast, scatter (and non-roots of reduce,
  * gather) run up to D - 1 calls ahead, as eager messages would, instead of
@@ -678,9 +681,10 @@ static inline int area_wait(const area_call_t *c, uint32_t want, int only, int o
  * into the newest of its slots of calls s - 1, s - D/2 and s - D + 1 that
  * it has published, where that already says need (a blocking rank read x -
  * 1 before it published x; the first is a line this rank's wait of call s -
- * 1 has just loaded, when it waited for p); else its read word itself (its
- * own line, which it writes every call: a look costs both sides a cache
- * miss; a header's value is old when p published long ago and read on). */
+ * 1 has just loaded, when it waited for p); else its read word itself (kept
+ * only by a rank that has queued a non-blocking call, on a line of its own:
+ * a look at it costs a cache miss; a header's value is old when p published
+ * long ago and read on). */
 static uint32_t area_read_seen(const pcoll_area_t *A, int p, uint32_t s, uint32_t need)
 {
     uint32_t at[3] = {s - 1, s - A->depth / 2, need + 1};
@@ -726,9 +730,9 @@ static inline int area_reuse_ready(const area_call_t *c, uint32_t s)
  * queued call waits here only from there). A blocking peer has read s - D/2
  * - 1 by then; one with calls of its own still queued may not have, and is
  * then waited for by its read word. (Slots, not read words, while it can:
- * a rank writes its read word every call, and each look at it costs the
- * writer a cache miss; a bcast root spinning on them slowed the 8-rank
- * bcast of 8 B from 0.34 to 0.47 us.) */
+ * a first version had every rank write its read word each call and a root
+ * spin on them, each look costing the writer a cache miss: the 8-rank
+ * bcast of 8 B went from 0.34 to 0.47 us.) */
 static inline int area_reuse(const area_call_t *c, uint32_t s)
 {
     uint32_t half = s - c->A->depth / 2;
@@ -748,7 +752,7 @@ static inline int area_reuse(const area_call_t *c, uint32_t s)
 /* Step 2 (step 1 holds): header and data of plan p into this rank's slot
  * of call s, then the flag. */
 static inline void area_publish(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
-                         const area_plan_t *p)
+                                const area_plan_t *p)
 {
     area_slot_t *mine = area_slot(c->A, c->comm->rank, s);
     mine->bytes = p->bytes;
@@ -824,7 +828,7 @@ static inline int area_check(const area_call_t *c, uint32_t s, const area_plan_t
 /* Steps 1-3 of the header comment for plan p as call s (a is needed only
  * for p->input). */
 static inline int area_exchange(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
-                         const area_plan_t *p)
+                                const area_plan_t *p)
 {
     int rc;
     if ((rc = area_reuse(c, s)) != PLAIT_OK)

@@ -66,8 +66,9 @@ static uint64_t mix(uint64_t x)
 /* The same on every rank: the call's shape. */
 static uint64_t shape(int round, int k, int what) { return mix(seed ^ mix((uint64_t)round << 32 ^
                                                             (uint64_t)k << 8 ^ (uint64_t)what)); }
-/* Element i of rank r's input (small integers: sums exact in float32). */
-static int64_t in_val(int round, int k, int r, int i)
+/* Element i of rank r's input in call k of a round, blocks laid end to end
+ * (small integers: sums exact in float32). */
+static int64_t inp(int round, int k, int r, size_t i)
 {
     return (int64_t)(mix(shape(round, k, 7) ^ (uint64_t)r << 20 ^ (uint64_t)i) % 2001) - 1000;
 }
@@ -100,9 +101,6 @@ static int64_t get(const void *b, int dt, size_t i)
     return dt == 0 ? ((const int32_t *)b)[i] : dt == 1 ? (int64_t)((const float *)b)[i]
                                                        : ((const int64_t *)b)[i];
 }
-
-/* Rank r's input element i of block-laid calls: a pure function. */
-static int64_t inp(int round, int k, int r, size_t i) { return in_val(round, k, r, (int)i); }
 
 /* The reduction of element i over the n ranks' inputs. */
 static int64_t red(int round, int k, int dt, int n, size_t i)
