@@ -52,13 +52,15 @@
  * session 38 only blocking calls used the area, and a non-blocking
  * allreduce of 8 B on 8 ranks cost 3.2 us on messages against 0.65 for the
  * blocking one. Collectives start in the same order on every rank, so a
- * non-blocking one-exchange call (everything above but the two-phase
- * reductions and area_allreduce_pieces) takes its area call number at its
- * start, like a blocking one. A start must never wait (a root may run
- * ahead of a rank blocked in a receive from it), so where step 1 does not
- * hold yet the publish waits in the communicator's queue of calls, and the
- * progress passes publish it once it holds (area_nb_advance); calls publish
- * and finish in number order, which keeps done one number. A blocking area
+ * non-blocking call (everything above but area_allreduce_pieces, whose
+ * peers read its input in place) takes its area call numbers at its start,
+ * like a blocking one: one, or two for the two-phase reductions. A start
+ * must never wait (a root may run ahead of a rank blocked in a receive from
+ * it), so where step 1 does not hold yet the publish waits in the
+ * communicator's queue of calls, and the progress passes publish it once it
+ * holds (area_nb_advance); a two-phase call's second publish also waits
+ * there for its first call's inputs. Calls publish in number order and
+ * finish in call order, which keeps done one number. A blocking area
  * call first finishes every queued one (area_drain), waiting as its own
  * steps do. The area itself is made only by a blocking call (its setup is
  * collective and waits): a communicator's non-blocking calls use messages
@@ -76,8 +78,8 @@
  * allreduce: every rank reduces the whole vector (one phase: for a few KiB
  * the second synchronisation of a reduce-scatter + allgather costs more than
  * n - 1 reductions), above AREA_AR_ONE_PHASE each rank reduces one slice and
- * publishes it in a second area call (area_allreduce_2phase); reduce: the root does (in
- * slices above the same size, area_reduce_2phase); reduce_scatter: each
+ * publishes it in a second area call (area_2phase); reduce: the root does (in
+ * slices above the same size, area_2phase too); reduce_scatter: each
  * its block of everyone's n blocks; alltoall: block r of every peer's slot;
  * allgather / gather / bcast / scatter: copies.
  *
@@ -897,59 +899,75 @@ static void area_copy_slices(const area_call_t *c, const pcoll_args_t *a, uint32
 }
 
 /*
- * Two-phase allreduce, for vectors where n reductions of the whole vector by
- * every rank cost more than one more synchronisation: call s publishes the
- * input; rank r reduces slice r (pcoll_blk_off / pcoll_blk_cnt) over all
- * slots in rank order into its recvbuf (in place is safe: the input is in
- * the slot); call s + 1 publishes that slice; every rank copies the other
- * slices out. Each element is reduced once, in the same order as the
- * one-phase path: every rank holds bitwise the same bytes.
+ * Two-phase reductions, for vectors where n reductions of the whole vector
+ * by every rank (allreduce) or by the root (reduce) cost more than one more
+ * synchronisation. Call s publishes the inputs; rank r reduces slice r
+ * (pcoll_blk_off / pcoll_blk_cnt) over all slots in rank order; call s + 1
+ * publishes the slices:
+ * - allreduce: the slice is reduced into the recvbuf (in place is safe: the
+ *   input is in the slot) and published from there; every rank copies the
+ *   other slices out. Each element is reduced once, in the same order as
+ *   the one-phase path: every rank holds bitwise the same bytes.
+ * - reduce: a non-root reduces straight into its slot of call s + 1 (hence
+ *   that slot's reuse first), the root into its recvbuf, and only the root
+ *   waits for the slices and copies them out. 16-core machine, 8 ranks,
+ *   128 KiB: the one-phase reduce took 64.0-71.5 us where the two-phase
+ *   allreduce took 56.3; in slices 39.7 (docs/PERFORMANCE.md, session 19).
+ * The steps are shared by the blocking call (area_2phase) and the
+ * non-blocking one (area_op_slices, from the queue's passes).
  */
-static int area_allreduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+
+/* Step 0's plan: the input, waited for from every rank (each reduces a
+ * slice). */
+static void area_inputs_plan(const pcoll_args_t *a, area_plan_t *p)
 {
-    int n = c->comm->size, r = c->comm->rank, rc;
+    size_t b = a->count * a->es;
+    *p = (area_plan_t){a->sbuf, b, b, a->coll == PCOLL_REDUCE_C ? a->root : 0, AREA_WAIT_ALL,
+                       1};
+}
+
+/* Step 1, once every input of call s is in and the slot of call s + 1 is
+ * free: this rank's slice reduced, and the plan that publishes it. */
+static void area_slice_reduce(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
+                              area_plan_t *p)
+{
+    int n = c->comm->size, r = c->comm->rank;
     size_t b = a->count * a->es, es = a->es;
     size_t off = pcoll_blk_off(a->count, n, r) * es, cnt = pcoll_blk_cnt(a->count, n, r);
     char *R = a->rbuf;
-    uint32_t s2;
-    if ((rc = area_exchange(c, a, s, AREA_INPUT(a, b, 0, AREA_WAIT_ALL))) != PLAIT_OK)
-        return rc;
-    area_reduce_n(c, a, s, R + off, off, cnt);
-    s2 = ++c->A->seq;
-    if ((rc = area_exchange(c, a, s2, AREA_RAW(R + off, cnt * es, b, 0, AREA_WAIT_ALL))) !=
-        PLAIT_OK)
-        return rc;
-    area_copy_slices(c, a, s2, R);
-    return PLAIT_OK;
+    if (a->coll == PCOLL_ALLREDUCE) {
+        area_reduce_n(c, a, s, R + off, off, cnt);
+        *p = (area_plan_t){R + off, cnt * es, b, 0, AREA_WAIT_ALL, 0};
+        return;
+    }
+    area_reduce_n(c, a, s, r == a->root ? R + off : area_data(area_slot(c->A, r, s + 1)), off,
+                  cnt);
+    *p = (area_plan_t){NULL, 0, b, a->root, r == a->root ? AREA_WAIT_ALL : AREA_WAIT_NONE, 0};
 }
 
-/*
- * Two-phase reduce, where the root's n - 1 reductions of the whole vector
- * cost more than a second synchronisation: the slices of
- * area_allreduce_2phase, each reduced by one rank (a non-root straight into
- * its slot of call s + 1, the root into its recvbuf), and only the root
- * waits for them and copies them out. 16-core machine, 8 ranks, 128 KiB:
- * the one-phase reduce took 64.0-71.5 us where the two-phase allreduce took
- * 56.3; in slices 39.7 (docs/PERFORMANCE.md, session 19).
- */
-static int area_reduce_2phase(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+/* The result from the slices of call s2 (every rank's for allreduce, the
+ * root's for reduce). */
+static void area_slices_finish(const area_call_t *c, const pcoll_args_t *a, uint32_t s2)
 {
-    int n = c->comm->size, r = c->comm->rank, root = a->root, rc;
-    size_t b = a->count * a->es, es = a->es;
-    size_t off = pcoll_blk_off(a->count, n, r) * es, cnt = pcoll_blk_cnt(a->count, n, r);
-    uint32_t s2;
-    if ((rc = area_exchange(c, a, s, AREA_INPUT(a, b, root, AREA_WAIT_ALL))) != PLAIT_OK)
+    if (a->coll == PCOLL_ALLREDUCE || c->comm->rank == a->root)
+        area_copy_slices(c, a, s2, a->rbuf);
+}
+
+/* A blocking two-phase reduction as calls s and s + 1. */
+static int area_2phase(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
+{
+    area_plan_t p;
+    int rc;
+    area_inputs_plan(a, &p);
+    if ((rc = area_exchange(c, a, s, &p)) != PLAIT_OK)
         return rc;
-    s2 = ++c->A->seq;
-    if ((rc = area_reuse(c, s2)) != PLAIT_OK)   /* before writing into slot s2 */
+    ++c->A->seq;
+    if ((rc = area_reuse(c, s + 1)) != PLAIT_OK)   /* (before writing into the slot) */
         return rc;
-    area_reduce_n(c, a, s, r == root ? (char *)a->rbuf + off
-                                     : area_data(area_slot(c->A, r, s2)), off, cnt);
-    if ((rc = area_exchange(c, a, s2, AREA_RAW(NULL, 0, b, root, r == root ? AREA_WAIT_ALL
-                                                                         : AREA_WAIT_NONE))) !=
-        PLAIT_OK || r != root)
+    area_slice_reduce(c, a, s, &p);
+    if ((rc = area_exchange(c, a, s + 1, &p)) != PLAIT_OK)
         return rc;
-    area_copy_slices(c, a, s2, a->rbuf);
+    area_slices_finish(c, a, s + 1);
     return PLAIT_OK;
 }
 
@@ -1136,9 +1154,8 @@ static int area_call(const area_call_t *c, const pcoll_args_t *a, uint32_t s)
     area_plan_t p;
     int rc;
     if (!area_one_exchange(c->A, c->comm->size, a))
-        return a->coll == PCOLL_REDUCE_C ? area_reduce_2phase(c, a, s)
-             : a->count * a->es > c->A->slot ? area_allreduce_pieces(c, a, s)
-             : area_allreduce_2phase(c, a, s);
+        return a->count * a->es > c->A->slot ? area_allreduce_pieces(c, a, s)
+                                              : area_2phase(c, a, s);
     area_plan(c, a, &p);
     if ((rc = area_exchange(c, a, s, &p)) == PLAIT_OK)
         area_finish(c, a, s);
@@ -1164,15 +1181,19 @@ int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
 
 /* ------------------------------------------------------------- non-blocking */
 
-/* A non-blocking one-exchange call (see "Non-blocking calls" in the header
- * comment): queued on its area from its start until its turn to finish. */
+/* A non-blocking call (see "Non-blocking calls" in the header comment):
+ * queued on its area from its start until its turn to finish. One exchange,
+ * or the two of a two-phase reduction (area_2phase): its second publish
+ * needs the first's inputs all in (and reduced), so it is made by a later
+ * pass, still in call order. */
 typedef struct area_op {
     area_call_t      c;
     pcoll_args_t     a;         /* the caller's arguments: its buffers are read at the
-                                 * publish and written at the finish */
-    area_plan_t      p;
-    uint32_t         s;         /* its area call */
-    int              published;
+                                 * publish and written from the (last) wait on */
+    area_plan_t      p;         /* the plan of its last published exchange */
+    uint32_t         s;         /* its (first) area call */
+    int              steps;     /* area calls it takes: 1, or 2 (area_2phase) */
+    int              published; /* exchanges published (all of them once failed) */
     int              failed;    /* the error a wait's checks found (its request is complete
                                  * then; the call is skipped when its turn comes) */
     int              probed;
@@ -1181,10 +1202,18 @@ typedef struct area_op {
     struct area_op  *next;
 } area_op_t;
 
+/* The area call of op's last published exchange. */
+static inline uint32_t area_op_call(const area_op_t *op)
+{
+    return op->s + (uint32_t)op->published - 1;
+}
+
+/* Its last published exchange's slots are in. */
 static int area_op_arrived(const area_op_t *op)
 {
     return op->p.from == AREA_WAIT_NONE ||
-           area_missing(&op->c, op->s, op->p.from, 0, AREA_ON_SLOTS) >= op->c.comm->size;
+           area_missing(&op->c, area_op_call(op), op->p.from, 0, AREA_ON_SLOTS) >=
+               op->c.comm->size;
 }
 
 static void area_op_fail(area_op_t *op, int rc)
@@ -1212,12 +1241,17 @@ static void area_op_finish(area_op_t *op)
 {
     pcoll_area_t *A = op->c.A;
     plait_comm_t comm = op->c.comm;
+    uint32_t last = op->s + (uint32_t)op->steps - 1;
     int rc = op->failed;
-    if (rc == PLAIT_OK && (rc = area_check(&op->c, op->s, &op->p)) == PLAIT_OK)
-        area_finish(&op->c, &op->a, op->s);
+    if (rc == PLAIT_OK && (rc = area_check(&op->c, last, &op->p)) == PLAIT_OK) {
+        if (op->steps == 1)
+            area_finish(&op->c, &op->a, last);
+        else
+            area_slices_finish(&op->c, &op->a, last);
+    }
     if (!(A->qhead = op->next))
         A->qtail = NULL;
-    area_read_done(A, comm->rank, op->s);
+    area_read_done(A, comm->rank, last);
     if (!op->failed && rc != PLAIT_OK)
         area_op_fail(op, rc);
     else if (!op->failed && op->req)   /* (NULL: cancelled, ppt_cancel_locked) */
@@ -1229,30 +1263,71 @@ static void area_op_finish(area_op_t *op)
         op->next = op;   /* (out of the queue: area_op_destroy frees it) */
 }
 
-/* Publishes every queued call whose slot is free, in order, then finishes
- * the head while its slots are in. A failed call publishes nothing (its
- * peers were told) and leaves at its turn. Never waits. */
+/* What op's next step waits for: call *at's slots, from *from (the inputs
+ * of a two-phase call's first exchange, or its last exchange's), when 1;
+ * the read levels that free the slot of call *at, when 0 (its next publish). */
+static int area_op_stage(const area_op_t *op, uint32_t *at, int *from)
+{
+    if (op->published < op->steps && (op->published == 0 || area_op_arrived(op))) {
+        *at = op->s + (uint32_t)op->published;
+        *from = AREA_WAIT_ALL;
+        return 0;
+    }
+    *at = area_op_call(op);
+    *from = op->p.from;
+    return 1;
+}
+
+/* Publishes op's next exchange if it may now (its slot free, and for a
+ * two-phase call's second the inputs all in and reduced); 0 if not. */
+static int area_op_publish(area_op_t *op)
+{
+    uint32_t at;
+    int from, rc;
+    if (op->failed || area_op_stage(op, &at, &from) || !area_reuse_ready(&op->c, at))
+        return 0;
+    if (op->published == 1) {   /* a two-phase call's slices */
+        if ((rc = area_check(&op->c, op->s, &op->p)) != PLAIT_OK) {
+            area_op_fail(op, rc);
+            return 0;
+        }
+        area_slice_reduce(&op->c, &op->a, op->s, &op->p);
+    }
+    area_publish(&op->c, &op->a, at, &op->p);
+    op->published++;
+    return 1;
+}
+
+/* Publishes every queued exchange whose turn has come, in call order, then
+ * finishes the head while its last exchange's slots are in. A failed call
+ * publishes nothing more (its peers were told) and leaves at its turn.
+ * Never waits. */
 static void area_nb_advance(pcoll_area_t *A)
 {
     area_op_t *op = A->qhead;
-    while (op && op->published)
+    while (op && op->published == op->steps)
         op = op->next;
-    for (; op && (op->failed || area_reuse_ready(&op->c, op->s)); op = op->next) {
-        if (!op->failed)
-            area_publish(&op->c, &op->a, op->s, &op->p);
-        op->published = 1;
+    for (; op; op = op->next) {
+        while (op->published < op->steps && area_op_publish(op))
+            ;
+        if (op->failed)
+            op->published = op->steps;
+        else if (op->published < op->steps)
+            break;
     }
-    while ((op = A->qhead) && (op->failed || (op->published && area_op_arrived(op))))
+    while ((op = A->qhead) && (op->failed || (op->published == op->steps && area_op_arrived(op))))
         area_op_finish(op);
 }
 
-/* What the queue's head waits for: its slots (published) or the read
- * words that free its slot; only AREA_WAIT_NONE: nothing. */
+/* What the queue's head waits for: slots, or the read words that free its
+ * next slot; only AREA_WAIT_NONE: nothing. */
 static void area_op_waits(const area_op_t *h, uint32_t *want, int *only, int *on)
 {
-    *on = h->published ? AREA_ON_SLOTS : AREA_ON_READ;
-    *want = h->published ? h->s : h->s - h->c.A->depth;
-    *only = h->published ? h->p.from : AREA_WAIT_ALL;
+    int from;
+    *on = area_op_stage(h, want, &from) ? AREA_ON_SLOTS : AREA_ON_READ;
+    *only = *on == AREA_ON_SLOTS ? from : AREA_WAIT_ALL;
+    if (*on == AREA_ON_READ)
+        *want -= h->c.A->depth;
 }
 
 /* A blocking area call finishes the queued ones first, waiting as its own
@@ -1262,14 +1337,15 @@ static int area_drain(const area_call_t *c)
     area_op_t *h;
     while ((h = c->A->qhead) != NULL) {
         area_call_t w = h->c;
-        int rc = PLAIT_OK;
+        uint32_t at;
+        int from, rc = PLAIT_OK;
         w.fn = c->fn;
         if (h->failed)
             ;   /* (leaves at once) */
-        else if (!h->published)
-            rc = area_reuse(&w, h->s);
-        else if (h->p.from != AREA_WAIT_NONE)
-            rc = area_wait(&w, h->s, h->p.from, AREA_ON_SLOTS);
+        else if (!area_op_stage(h, &at, &from))
+            rc = area_reuse(&w, at);
+        else if (from != AREA_WAIT_NONE)
+            rc = area_wait(&w, at, from, AREA_ON_SLOTS);
         if (rc != PLAIT_OK)
             return rc;
         area_nb_advance(c->A);
@@ -1378,7 +1454,7 @@ int pcoll_area_nb_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args
     size_t bytes;
     int large;
     return A && A->state == AREA_READY && area_fits(s, comm, a, &bytes, &large) && !large &&
-           bytes <= A->slot && area_one_exchange(A, comm->size, a);
+           bytes <= A->slot;   /* (an allreduce beyond a slot: area_allreduce_pieces) */
 }
 
 int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
@@ -1387,7 +1463,9 @@ int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
     pcoll_area_t *A = comm->area;
     area_op_t *op = calloc(1, sizeof *op);
     plait_request_t req = op ? ppt_req_new(PPT_REQ_COLL, comm, NULL) : NULL;
-    uint32_t seq = ++A->seq;   /* (taken even without memory: the numbering goes on) */
+    int steps = area_one_exchange(A, comm->size, a) ? 1 : 2;
+    uint32_t seq = A->seq + 1;
+    A->seq += (uint32_t)steps;   /* (taken even without memory: the numbering goes on) */
     if (!req) {
         free(op);
         return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for its request", fn);
@@ -1396,8 +1474,12 @@ int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
                           (int)(comm->coll_seq - 1)};   /* (taken by the caller) */
     op->a = *a;
     op->s = seq;
+    op->steps = steps;
     op->req = req;
-    area_plan(&op->c, &op->a, &op->p);
+    if (steps == 1)
+        area_plan(&op->c, &op->a, &op->p);
+    else
+        area_inputs_plan(&op->a, &op->p);
     atomic_fetch_add(&comm->refs, 1);   /* the queue's hold (area_op_finish drops it) */
     if (A->qtail)
         A->qtail->next = op;

@@ -8,10 +8,11 @@
  *
  * Modes (argv[1]):
  *   stress  (default) ROUNDS rounds on the world and on a split
- *           communicator: a batch of 1..96 random one-exchange calls
- *           (allreduce, reduce, bcast, allgather, reduce_scatter, alltoall,
- *           gather, scatter, barrier; 1-64 elements of int32, float32 sums,
- *           int64 max, some in place), blocking calls of every kind among
+ *           communicator: a batch of 1..96 random calls (allreduce,
+ *           reduce, bcast, allgather, reduce_scatter, alltoall, gather,
+ *           scatter, barrier; 1-64 elements of int32, float32 sums, int64
+ *           max, some in place; one in 6 reductions 600-16000 elements,
+ *           which from 3 ranks take the area's two phases), blocking calls of every kind among
  *           them on some rounds (which finish the queue first), completed
  *           by plait_wait in a random order, plait_waitall, or plait_test
  *           loops. Inputs are a pure function of (seed, round, call, rank,
@@ -28,7 +29,9 @@
  *           the root of the first and (from 3 ranks) the last rank in the
  *           second must fail with PLAIT_ERR_ARG; then on a new communicator
  *           the last rank passes count 0 to an iallreduce of 16 elsewhere:
- *           the others must fail with PLAIT_ERR_ARG (their stall probes). No
+ *           the others must fail with PLAIT_ERR_ARG (their stall probes);
+ *           from 3 ranks a two-phase iallreduce of MAX against MIN fails
+ *           on every rank and the next call works (slices_diverge). No
  *           rank may get another error or hang (run with PLAIT_TIMEOUT=0).
  * Env: PLAIT_TEST_SEED. Prints "coll_nb_area MODE: ... ok" on rank 0;
  * exits 1 on the first failure.
@@ -43,6 +46,8 @@
 #define ROUNDS 60
 #define BATCH  96
 #define MAXC   64
+#define BIGC   16000   /* a big allreduce / reduce: up to this many elements (at most 128 KB,
+                        * the area's default slot), where the area reduces in slices */
 #define POISON (-12345)
 
 static int me, np;
@@ -81,9 +86,17 @@ static const char *names[] = {"allreduce", "reduce", "bcast", "allgather", "redu
 typedef struct {
     int coll, root, inplace, dt;   /* dt: 0 int32 SUM, 1 float32 SUM, 2 int64 MAX */
     size_t cnt;
-    void *in, *out;                /* np * MAXC elements of 8 bytes each */
+    void *in, *out;                /* elems(np) elements of 8 bytes each */
     plait_request_t q;
 } call_t;
+
+/* Elements of a call's buffers that are set and checked. */
+static size_t span(const call_t *c, int n)
+{
+    return c->cnt > (size_t)n * MAXC ? c->cnt : (size_t)n * MAXC;
+}
+
+static size_t elems(int n) { return (size_t)n * MAXC > BIGC ? (size_t)n * MAXC : BIGC; }
 
 static plait_dtype_t dtype(int dt) { return dt == 0 ? PLAIT_INT32 : dt == 1 ? PLAIT_FLOAT32
                                                                            : PLAIT_INT64; }
@@ -116,11 +129,16 @@ static int64_t red(int round, int k, int dt, int n, size_t i)
 static void setup(call_t *c, int round, int k, int r, int n)
 {
     uint64_t h = shape(round, k, 1);
-    size_t tot = (size_t)n * MAXC;
+    size_t tot;
     c->coll = (int)(h % C_N);
     c->root = (int)((h >> 8) % (uint64_t)n);
     c->dt = (int)((h >> 16) % 3);
     c->cnt = 1 + (h >> 24) % MAXC;
+    /* one in 6 reductions big: from 3 ranks the area runs allreduce in two
+     * phases above 16 KB / (ranks - 2), reduce above 128 KB / (ranks - 2) */
+    if ((c->coll == C_ALLREDUCE || c->coll == C_REDUCE) && (h >> 44) % 6 == 0)
+        c->cnt = 600 + (h >> 48) % (BIGC - 600 + 1);
+    tot = span(c, n);
     c->inplace = (h >> 40) % 3 == 0 && c->coll != C_BCAST && c->coll != C_BARRIER &&
                  c->coll != C_ALLTOALL && c->coll != C_REDUCE && c->coll != C_GATHER &&
                  c->coll != C_SCATTER;
@@ -187,7 +205,7 @@ static int64_t expect(const call_t *c, int round, int k, int r, int n, size_t i)
 
 static void verify(const call_t *c, int round, int k, int r, int n, const char *on)
 {
-    for (size_t i = 0; i < (size_t)n * MAXC; i++) {
+    for (size_t i = 0; i < span(c, n); i++) {
         int64_t want = expect(c, round, k, r, n, i), got = get(c->out, c->dt, i);
         if (c->inplace && c->coll == C_RS && i >= c->cnt)
             continue;
@@ -326,6 +344,32 @@ static void silent(void)
     CK(plait_comm_free(&d));
 }
 
+/* A two-phase iallreduce (32 KB: slices from 3 ranks) where the last rank
+ * passes MAX and the others MIN: every rank reads every input header
+ * before it reduces its slice, so every rank must fail with PLAIT_ERR_ARG
+ * and publish no slice; the area then goes on (every rank skipped the same
+ * calls), as an allreduce after it shows. */
+static void slices_diverge(void)
+{
+    enum { N = 8192 };
+    static int32_t in[N], out[N];
+    plait_request_t q;
+    int32_t v = me, sum = -1;
+    int rc;
+    rc = plait_iallreduce(in, out, N, PLAIT_INT32, me == np - 1 ? PLAIT_MAX : PLAIT_MIN,
+                          plait_comm_world(), &q);
+    if (rc == PLAIT_OK)
+        rc = plait_wait(&q, NULL);
+    fprintf(stderr, "rank %d: two-phase iallreduce MAX against MIN -> %s %s\n", me,
+            plait_strerror(rc), rc ? plait_last_error() : "");
+    if (rc != PLAIT_ERR_ARG || q)
+        FAIL("two-phase iallreduce MAX against MIN: got %s", plait_strerror(rc));
+    CK(plait_iallreduce(&v, &sum, 1, PLAIT_INT32, PLAIT_SUM, plait_comm_world(), &q));
+    CK(plait_wait(&q, NULL));
+    if (sum != np * (np - 1) / 2)
+        FAIL("iallreduce after the failed one: %d, expected %d", (int)sum, np * (np - 1) / 2);
+}
+
 static void diverge(void)
 {
     plait_comm_t w = plait_comm_world();
@@ -349,6 +393,8 @@ static void diverge(void)
         q)   /* (two ranks: both are roots in their own view, neither reads) */
         FAIL("ibcast roots differ: got %s", plait_strerror(rc));
     silent();
+    if (np >= 3)
+        slices_diverge();
 }
 
 int main(int argc, char **argv)
@@ -367,8 +413,7 @@ int main(int argc, char **argv)
         if (!(cs = calloc(BATCH, sizeof *cs)))
             FAIL("no memory");
         for (int k = 0; k < BATCH; k++)
-            if (!(cs[k].in = malloc((size_t)np * MAXC * 8)) ||
-                !(cs[k].out = malloc((size_t)np * MAXC * 8)))
+            if (!(cs[k].in = malloc(elems(np) * 8)) || !(cs[k].out = malloc(elems(np) * 8)))
                 FAIL("no memory");
         stress(cs);
     } else if (!strcmp(mode, "behind") && np >= 2) {
