@@ -171,10 +171,15 @@ FMAX_FN(fmax754d, double)
 #define FMIN(x, y) _Generic((x), float: fmin754f, double: fmin754d)(x, y)
 #define FMAX(x, y) _Generic((x), float: fmax754f, double: fmax754d)(x, y)
 
+/* Element pointers of alignment 1: a user's buffer need not be aligned to
+ * its element size (a float array at an odd address is valid input), and
+ * a typed access through it would be undefined (UBSan stops on it); x86
+ * loads and stores them alike, and the vectoriser uses unaligned moves. */
 #define LOOP(T, EXPR)                                                          \
     do {                                                                       \
-        T *d_ = dst;                                                           \
-        const T *a_ = a, *b_ = b;                                              \
+        typedef T __attribute__((aligned(1), may_alias)) una_t;                \
+        una_t *d_ = dst;                                                       \
+        const una_t *a_ = a, *b_ = b;                                          \
         for (size_t i = 0; i < n; i++) {                                       \
             T x = a_[i], y = b_[i];                                            \
             d_[i] = (EXPR);                                                    \
@@ -373,8 +378,9 @@ bf16_round512(__m512 f)
 #define NANQ(BLEND, ADD, x, z) BLEND(z, ADD(x, x), x)
 #define VECF(T, VT, W, LOAD, STORE, EXPR, SCALAR)                               \
     do {                                                                       \
-        const T *pa = a, *pb = b;                                              \
-        T *pd = dst;                                                           \
+        typedef T __attribute__((aligned(1), may_alias)) una_t;   /* (LOOP) */ \
+        const una_t *pa = a, *pb = b;                                          \
+        una_t *pd = dst;                                                       \
         size_t i = 0;                                                          \
         for (; i + W <= n; i += W) {                                           \
             VT x = LOAD(pa + i), y = LOAD(pb + i);                             \
