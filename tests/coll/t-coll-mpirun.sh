@@ -53,4 +53,12 @@ if [ -x "$B/tests/coll/coll_nb_area" ]; then
     job "mpirun: non-blocking calls on the shared area, in flight in every order -n 3" \
         3 "" "$B/tests/coll/coll_nb_area" stress
 fi
+# the edge cases of every collective (tests/coll/coll_edges.c), under mpirun too
+if [ -x "$B/tests/coll/coll_edges" ]; then
+    job "mpirun: edge cases of every collective -n 4" 4 "" "$B/tests/coll/coll_edges"
+fi
+if [ -x "$B/tests/coll/coll_threads" ]; then
+    job "mpirun: collectives from threads on their own communicators -n 3" 3 "" \
+        "$B/tests/coll/coll_threads" churn
+fi
 peers_finish

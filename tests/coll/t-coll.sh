@@ -269,6 +269,39 @@ if [ -x "$NBAREA" ]; then
             "$n" 0 -- diverge
     done
 fi
+# Edge cases of every collective, written against API.md alone by a reader
+# who had not seen this suite (tests/coll/coll_edges.c: counts 0/1/odd/8 MiB,
+# NULL buffers at count 0, every root, in-place forms, alltoallv gaps and
+# displacements past 2^32, every datatype x op, bitwise-equal floats, splits
+# with PLAIT_UNDEFINED, 20 non-blocking calls completed in other orders,
+# argument errors naming the argument, size_t overflow, buffers at odd
+# addresses, communicator churn, threads).
+EDGES=$B/tests/coll/coll_edges
+if [ -x "$EDGES" ]; then
+    for n in 2 3 5 8; do
+        PROG=$EDGES job "edge cases of every collective ($n ranks)" "$n" "$PLAIT_TIMEOUT" --
+    done
+    PROG=$EDGES job "edge cases of every collective, no shared area (4 ranks)" 4 "$PLAIT_TIMEOUT" \
+        PLAIT_COLL_SHM_SMALL=0 --
+    PROG=$EDGES job "edge cases of every collective over udp (3 ranks)" 3 "$PLAIT_TIMEOUT" \
+        PLAIT_TRANSPORT=udp --
+fi
+# Collectives on several communicators at once, a thread each, beside
+# point-to-point threads, communicators made and freed meanwhile (API.md
+# "Threads": different communicators are independent; tests/coll/coll_threads.c).
+THREADS=$B/tests/coll/coll_threads
+if [ -x "$THREADS" ]; then
+    for n in 2 3 8; do
+        PROG=$THREADS job "collectives from 5 threads on 5 communicators, pt2pt beside ($n ranks)" \
+            "$n" "$PLAIT_TIMEOUT" -- plain -p 2
+    done
+    PROG=$THREADS job "threads' collectives while the main thread makes and frees communicators (4 ranks)" \
+        4 "$PLAIT_TIMEOUT" -- churn
+    PROG=$THREADS job "threads' collectives over udp, init and finalize in other threads (3 ranks)" \
+        3 "$PLAIT_TIMEOUT" PLAIT_TRANSPORT=udp -- plain -F 1
+    PROG=$THREADS job "threads' collectives over tcp, no shared area (4 ranks)" \
+        4 "$PLAIT_TIMEOUT" PLAIT_TRANSPORT=tcp -- churn
+fi
 # Blocked calls go to sleep at once: area waits end on the bell's futex wake.
 job "coll_check 5 ranks, blocked calls sleep at once (shared area bell)" 5 "$PLAIT_TIMEOUT" \
     PLAIT_WAIT_SPIN_US=0 PLAIT_WAIT_YIELD_US=0 PLAIT_TEST_QUICK=1 -- suite reduced
