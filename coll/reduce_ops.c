@@ -171,6 +171,11 @@ FMAX_FN(fmax754d, double)
 #define FMIN(x, y) _Generic((x), float: fmin754f, double: fmin754d)(x, y)
 #define FMAX(x, y) _Generic((x), float: fmax754f, double: fmax754d)(x, y)
 
+/* (The scalar loops' element types of alignment 1 below, as in LOOP.) */
+typedef float    una_f32 __attribute__((aligned(1), may_alias));
+typedef double   una_f64 __attribute__((aligned(1), may_alias));
+typedef uint16_t una_u16 __attribute__((aligned(1), may_alias));
+
 /* Element pointers of alignment 1: a user's buffer need not be aligned to
  * its element size (a float array at an odd address is valid input), and
  * a typed access through it would be undefined (UBSan stops on it); x86
@@ -588,7 +593,7 @@ const char *pcoll_reduce_isa(void)
  * family agrees (the 16-bit floats through the family's vectors). */
 void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor)
 {
-    uint16_t *h = buf;
+    una_u16 *h = buf;
     red_ready();
     if (scale16_fn && (dt == PLAIT_FLOAT16 || dt == PLAIT_BFLOAT16)) {
         scale16_fn(buf, buf, count, dt, (float)divisor);
@@ -596,13 +601,13 @@ void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor)
     }
     switch (dt) {
     case PLAIT_FLOAT32: {
-        float *f = buf;
+        una_f32 *f = buf;
         for (size_t i = 0; i < count; i++)
             f[i] = f[i] / (float)divisor;
         break;
     }
     case PLAIT_FLOAT64: {
-        double *f = buf;
+        una_f64 *f = buf;
         for (size_t i = 0; i < count; i++)
             f[i] = f[i] / (double)divisor;
         break;
@@ -622,8 +627,8 @@ void pcoll_scale(void *buf, size_t count, plait_dtype_t dt, int divisor)
 
 void pcoll_mul16_to(void *dst, const void *src, size_t count, plait_dtype_t dt, float factor)
 {
-    uint16_t *h = dst;
-    const uint16_t *hs = src;
+    una_u16 *h = dst;
+    const una_u16 *hs = src;
     red_ready();
     if (mul16_fn) {
         mul16_fn(dst, src, count, dt, factor);
@@ -636,8 +641,8 @@ void pcoll_mul16_to(void *dst, const void *src, size_t count, plait_dtype_t dt, 
 
 void pcoll_add_scaled16(void *dst, const void *a, const void *b, size_t count, float factor)
 {
-    uint16_t *h = dst;
-    const uint16_t *ha = a, *hb = b;
+    una_u16 *h = dst;
+    const una_u16 *ha = a, *hb = b;
     red_ready();
     if (addsc16_fn) {
         addsc16_fn(dst, a, b, count, factor);
