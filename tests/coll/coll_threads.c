@@ -1278,27 +1278,17 @@ static int parse_int(const char *s, const char *opt)
 
 int main(int argc, char **argv)
 {
+    static const struct { const char *flag; int *to; } opts[] = {
+        {"-t", &g_T}, {"-r", &g_R}, {"-p", &g_P}, {"-i", &g_iters}, {"-c", &g_churn},
+        {"-m", &g_maxops}, {"-L", &g_large}, {"-S", &g_subcomm}, {"-F", &g_foreign}};
     for (int i = 1; i < argc; i++) {
+        size_t k = 0;
+        while (k < sizeof opts / sizeof opts[0] && strcmp(argv[i], opts[k].flag))
+            k++;
         if (!strcmp(argv[i], "plain") || !strcmp(argv[i], "churn"))
             g_mode = argv[i];
-        else if (!strcmp(argv[i], "-t") && i + 1 < argc)
-            g_T = parse_int(argv[++i], "-t");
-        else if (!strcmp(argv[i], "-r") && i + 1 < argc)
-            g_R = parse_int(argv[++i], "-r");
-        else if (!strcmp(argv[i], "-p") && i + 1 < argc)
-            g_P = parse_int(argv[++i], "-p");
-        else if (!strcmp(argv[i], "-i") && i + 1 < argc)
-            g_iters = parse_int(argv[++i], "-i");
-        else if (!strcmp(argv[i], "-c") && i + 1 < argc)
-            g_churn = parse_int(argv[++i], "-c");
-        else if (!strcmp(argv[i], "-m") && i + 1 < argc)
-            g_maxops = parse_int(argv[++i], "-m");
-        else if (!strcmp(argv[i], "-L") && i + 1 < argc)
-            g_large = parse_int(argv[++i], "-L");
-        else if (!strcmp(argv[i], "-S") && i + 1 < argc)
-            g_subcomm = parse_int(argv[++i], "-S");
-        else if (!strcmp(argv[i], "-F") && i + 1 < argc)
-            g_foreign = parse_int(argv[++i], "-F");
+        else if (k < sizeof opts / sizeof opts[0] && i + 1 < argc)
+            *opts[k].to = parse_int(argv[++i], opts[k].flag);
         else {
             fprintf(stderr, "usage: coll_threads [plain|churn] [-t T] [-r R] [-p P] [-i I] [-c C]"
                             " [-m M] [-L PCT] [-S 0|1] [-F 0|1]\n");
