@@ -171,15 +171,15 @@ FMAX_FN(fmax754d, double)
 #define FMIN(x, y) _Generic((x), float: fmin754f, double: fmin754d)(x, y)
 #define FMAX(x, y) _Generic((x), float: fmax754f, double: fmax754d)(x, y)
 
-/* (The scalar loops' element types of alignment 1 below, as in LOOP.) */
+/* Element types of alignment 1: a user's buffer need not be aligned to its
+ * element size (a float array at an odd address is valid input), and a
+ * typed access through it would be undefined (UBSan stops on it); x86 loads
+ * and stores them alike, and the vectoriser uses unaligned moves. LOOP and
+ * VECF declare theirs per element type; these serve the scaling loops. */
 typedef float    una_f32 __attribute__((aligned(1), may_alias));
 typedef double   una_f64 __attribute__((aligned(1), may_alias));
 typedef uint16_t una_u16 __attribute__((aligned(1), may_alias));
 
-/* Element pointers of alignment 1: a user's buffer need not be aligned to
- * its element size (a float array at an odd address is valid input), and
- * a typed access through it would be undefined (UBSan stops on it); x86
- * loads and stores them alike, and the vectoriser uses unaligned moves. */
 #define LOOP(T, EXPR)                                                          \
     do {                                                                       \
         typedef T __attribute__((aligned(1), may_alias)) una_t;                \

@@ -843,14 +843,10 @@ static inline int area_exchange(const area_call_t *c, const pcoll_args_t *a, uin
     return area_check(c, s, p);
 }
 
-/* A plan of raw bytes (the two-phase and direct-read calls' steps). */
+/* A plan of raw bytes (area_allreduce_pieces' steps). */
 #define AREA_RAW(src_, len_, bytes_, root_, from_) \
     (&(area_plan_t){.src = (src_), .len = (len_), .bytes = (bytes_), .root = (root_), \
                     .from = (from_)})
-/* ... and of a reduction's input, len_ bytes of sendbuf. */
-#define AREA_INPUT(a_, len_, root_, from_) \
-    (&(area_plan_t){.src = (a_)->sbuf, .len = (len_), .bytes = (len_), .root = (root_), \
-                    .from = (from_), .input = 1})
 
 
 /* dst = x_0 op x_1 op ... op x_{n-1} (left to right) over cnt elements,
@@ -914,7 +910,7 @@ static void area_copy_slices(const area_call_t *c, const pcoll_args_t *a, uint32
  *   128 KiB: the one-phase reduce took 64.0-71.5 us where the two-phase
  *   allreduce took 56.3; in slices 39.7 (docs/PERFORMANCE.md, session 19).
  * The steps are shared by the blocking call (area_2phase) and the
- * non-blocking one (area_op_slices, from the queue's passes).
+ * non-blocking one (area_op_publish, from the queue's passes).
  */
 
 /* Step 0's plan: the input, waited for from every rank (each reduces a

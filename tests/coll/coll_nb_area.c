@@ -12,8 +12,9 @@
  *           reduce, bcast, allgather, reduce_scatter, alltoall, gather,
  *           scatter, barrier; 1-64 elements of int32, float32 sums, int64
  *           max, some in place; one in 6 reductions 600-16000 elements,
- *           which from 3 ranks take the area's two phases), blocking calls of every kind among
- *           them on some rounds (which finish the queue first), completed
+ *           which from 3 ranks take the area's two phases), blocking calls
+ *           of every kind among them on some rounds (which finish the queue
+ *           first), completed
  *           by plait_wait in a random order, plait_waitall, or plait_test
  *           loops. Inputs are a pure function of (seed, round, call, rank,
  *           index), every rank computes the expected results itself, and
