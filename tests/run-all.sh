@@ -8,8 +8,11 @@
 # with the test's name in front; TAP lines are counted:
 #   "ok ..." passed, "ok ... # SKIP ..." skipped, "not ok ..." failed.
 # A test that exits non-zero without a "not ok" line, or times out, counts as
-# one failure named after it. The last line is "N passed, N failed, N skipped";
-# the exit status is 1 if anything failed.
+# one failure named after it. Before the last line, each failure is named
+# again with the "# " lines it printed (its reasons and output tail; at most
+# PLAIT_CI_DETAIL_LINES, default 60), since a CI log is often read from its
+# tail. The last line is "N passed, N failed, N skipped"; the exit status is
+# 1 if anything failed.
 #
 # Environment given to every test: PLAIT_BUILDDIR, PLAIT_SRCDIR (default: the
 # tree this script is in, built in place), PLAIT_TIMEOUT=60 unless set (a
@@ -34,6 +37,8 @@ done
 
 passed=0 failed=0 skipped=0
 failures=()
+details=()   # each failure's name and the "# " lines it printed (see run_one)
+DETAIL_MAX=${PLAIT_CI_DETAIL_LINES:-60}
 
 # Seconds allowed for a script: "# timeout: N" in its first 5 lines, else the default.
 script_timeout() {
@@ -44,7 +49,7 @@ script_timeout() {
 
 # run_one NAME SECONDS CMD...: runs CMD, echoes and counts its lines.
 run_one() {
-    local name=$1 limit=$2 line rc="" nfail=0 t0 shm_before left
+    local name=$1 limit=$2 line rc="" nfail=0 t0 shm_before left ndetail=-1
     shift 2
     echo "=== $name (timeout ${limit}s)"
     t0=$(date +%s)
@@ -55,11 +60,25 @@ run_one() {
             "@@run-all-rc@@ "*) rc=${line#@@run-all-rc@@ }; continue ;;
         esac
         echo "[$name] $line"
+        # The "# " lines right after a "not ok" say why: kept (up to
+        # DETAIL_MAX per failure) for the summary, which is what a CI log's
+        # tail shows.
+        if [ "$ndetail" -ge 0 ] && [[ $line == "#"* ]]; then
+            if [ "$ndetail" -lt "$DETAIL_MAX" ]; then
+                details+=("    [$name] $line")
+            elif [ "$ndetail" = "$DETAIL_MAX" ]; then
+                details+=("    [$name] # (more above, in the suite's output)")
+            fi
+            ndetail=$((ndetail + 1))
+            continue
+        fi
+        ndetail=-1
         case $line in
             "not ok"|"not ok "*)
                 failed=$((failed + 1)); nfail=$((nfail + 1))
                 local what=${line#not ok}; what=${what# }; what=${what#- }
-                failures+=("$name: $what") ;;
+                failures+=("$name: $what")
+                details+=("  $name: $what"); ndetail=0 ;;
             "ok"|"ok "*)
                 shopt -s nocasematch
                 if [[ $line == *"# skip"* ]]; then skipped=$((skipped + 1)); else passed=$((passed + 1)); fi
@@ -70,10 +89,12 @@ run_one() {
     if { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ $(( $(date +%s) - t0 )) -ge "$limit" ]; then
         failed=$((failed + 1))
         failures+=("$name: timed out after ${limit}s")
+        details+=("  $name: timed out after ${limit}s")
         echo "[$name] not ok - $name timed out after ${limit}s"
     elif [ "$rc" != 0 ] && [ "$nfail" = 0 ]; then
         failed=$((failed + 1))
         failures+=("$name: exited with status $rc without a 'not ok' line")
+        details+=("  $name: exited with status $rc without a 'not ok' line")
         echo "[$name] not ok - $name exited with status $rc"
     fi
     # Not counted (other jobs on a shared machine may own them), but shown.
@@ -102,6 +123,8 @@ while IFS= read -r s; do
 done < <(printf '%s\n' "$PLAIT_SRCDIR"/tests/*/t-*.sh | LC_ALL=C sort)
 
 if [ ${#failures[@]} -gt 0 ]; then
+    echo "--- failures, with what each printed:"
+    for f in "${details[@]}"; do echo "$f"; done
     echo "--- failures:"
     for f in "${failures[@]}"; do echo "  $f"; done
 fi

@@ -57,6 +57,9 @@ export ASAN_OPTIONS=quarantine_size_mb=0:thread_local_quarantine_size_kb=0:detec
 export LSAN_OPTIONS=suppressions=$here/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1
 export PLAIT_TEST_SANITIZED=1
+# A sanitizer's report starts with what it found, well before the last 30
+# lines of a failed job's output (tap-lib.sh's default tail).
+export TAP_TAIL=55
 
 # LeakSanitizer stops the process to scan it; where that is not allowed (some
 # containers forbid ptrace) it fails every process at exit: test without it.

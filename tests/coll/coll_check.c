@@ -1098,9 +1098,11 @@ static void root_mismatch(ctx_t *x, size_t n)
             FAIL("%s: PLAIT_OK, but element %zu is %g, not root %d's %g", where, i, (double)b[i],
                  root, (double)((root + 1) * 1000 + (int)(i % 997)));
     gcheck_free(b, n * 4, where);
+    double t_bcast = plait_wtime() - start;
+    int brc = rc;
     rc = plait_barrier(x->comm);   /* on the broken communicator: any outcome but a hang */
-    fprintf(stderr, "rank %d: bcast with mismatched roots, then barrier -> %s\n", x->rank,
-            plait_strerror(rc));
+    fprintf(stderr, "rank %d: bcast with mismatched roots -> %s (%.1f s), then barrier -> %s (%.1f s)\n",
+            x->rank, plait_strerror(brc), t_bcast, plait_strerror(rc), plait_wtime() - start);
     /* Finalize's own wait is PLAIT_TIMEOUT too: a rank whose calls returned
      * at once must not reach it a timeout ahead of the others. The ranks
      * left init together (a fence), so a common deadline from then. */

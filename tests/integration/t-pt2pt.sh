@@ -21,7 +21,7 @@ export PLAIT_TEST_SEED=${PLAIT_TEST_SEED:-20261121}
 export PLAIT_TEST_QUICK=${PLAIT_TEST_QUICK:-0}
 NPS=${PLAIT_TEST_NP:-"1 2 3 4 8"}
 JOB_LIMIT=150          # hang guard per job, seconds (plaitrun --timeout just below it)
-TAP_TAIL=40
+TAP_TAIL=${TAP_TAIL:-40}
 source "$here/../tap-lib.sh" pt2pt
 skip() { echo "ok - $1 # SKIP $2"; }
 # ok_if_zero NAME: one TAP line from the last run's exit status.
