@@ -299,9 +299,11 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     comm->coll_blocking = req ? 0 : comm->coll_calls;
     if (req && pcoll_area_nb_use_locked(s, comm, a)) {
         comm->coll_seq++;   /* (as a blocking area call, below) */
+        s->coll_stats[PCOLL_ST_AREA_NB]++;
         if ((rc = pcoll_area_start_locked(s, comm, a, fn, &r)) == PLAIT_OK)
             *req = r;
     } else if (req) {
+        s->coll_stats[PCOLL_ST_SCHED_NB]++;
         rc = pcoll_sched_new(s, comm, 8, 16, &sc);
         if (rc == PLAIT_OK && (rc = coll_start(fn, s, comm, a, sc, NULL, &r)) == PLAIT_OK)
             *req = r;
@@ -315,13 +317,16 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
          * forced: PLAIT_ERR_TRUNCATE; with equal sizes it would be wrong
          * data). */
         comm->coll_seq++;
+        s->coll_stats[PCOLL_ST_AREA]++;
         if (rc == PLAIT_OK)   /* (float16 AVG scaled on the way into the slots) */
             rc = pcoll_area_run_locked(s, comm, a, fn);
     } else if (pcoll_pair_use(s, comm, a)) {
+        s->coll_stats[PCOLL_ST_PAIR]++;
         if (!coll_avg16(a, comm) ||
             (rc = coll_avg16_prescale(fn, comm, a, NULL, &avg16, &avg16_cap)) == PLAIT_OK)
             rc = pcoll_pair_run_locked(s, comm, a, fn);
     } else {
+        s->coll_stats[PCOLL_ST_SCHED]++;
         rc = coll_run_sched_locked(fn, s, comm, a);
     }
     if (rc != PLAIT_OK)   /* a mismatch seen here: the others may wait for this rank */

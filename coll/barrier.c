@@ -51,9 +51,11 @@ int plait_ibarrier(plait_comm_t comm, plait_request_t *req)
     comm->coll_calls++;   /* (a peer's refusal names calls by this count: pt2pt/notice.c) */
     if (pcoll_area_nb_use_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER})) {
         comm->coll_seq++;   /* an area call takes its number too (coll/api.c coll_run) */
+        s->coll_stats[PCOLL_ST_AREA_NB]++;
         rc = pcoll_area_start_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER},
                                      "plait_ibarrier", req);
     } else {
+        s->coll_stats[PCOLL_ST_SCHED_NB]++;
         rc = barrier_start(s, comm, "plait_ibarrier", req);
     }
     pthread_mutex_unlock(&s->lock);
@@ -93,10 +95,12 @@ int plait_barrier(plait_comm_t comm)
     if (pcoll_area_use_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER}, "plait_barrier",
                               &rc)) {   /* flags on the shared area (coll/shm_small.c) */
         comm->coll_seq++;   /* an area call takes its number too (coll/api.c coll_run) */
+        s->coll_stats[PCOLL_ST_AREA]++;
         if (rc == PLAIT_OK)
             rc = pcoll_area_run_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BARRIER},
                                        "plait_barrier");
     } else {
+        s->coll_stats[PCOLL_ST_SCHED]++;
         rc = pcoll_barrier_locked(s, comm, "plait_barrier", -1);
     }
     comm->coll_blocking = 0;

@@ -131,7 +131,7 @@ static int hier_all_local(ppt_state_t *s, plait_comm_t comm)
 }
 
 /* Every rank's host key, by a blocking allgather (all ranks are in the same
- * blocking allreduce, see the header). */
+ * blocking collective, see the header, or in plait_init for world). */
 static int hier_exchange_keys(ppt_state_t *s, plait_comm_t comm, int32_t *keys, const char *fn)
 {
     pcoll_sched_t sc;               /* blocking: schedule and request on this stack */
@@ -155,11 +155,11 @@ static int hier_exchange_keys(ppt_state_t *s, plait_comm_t comm, int32_t *keys, 
 }
 
 /* The communicator's host map; NULL with *rc = PLAIT_OK when it is not known
- * yet and this call may not block to learn it (non-blocking). */
-static const hier_map_t *hier_map_get(pcoll_sched_t *sc, int *rc)
+ * yet and this call may not block to learn it (may_block 0: a non-blocking
+ * call's schedule). Learning it is a collective step (hier_exchange_keys). */
+static const hier_map_t *hier_map_learn(ppt_state_t *s, plait_comm_t comm, int may_block,
+                                        const char *fn, int *rc)
 {
-    ppt_state_t *s = sc->s;
-    plait_comm_t comm = sc->comm;
     int n = comm->size;
     int32_t *keys;
     hier_map_t *m;
@@ -174,10 +174,10 @@ static const hier_map_t *hier_map_get(pcoll_sched_t *sc, int *rc)
     if (hier_all_local(s, comm)) {
         for (int i = 0; i < n; i++)
             keys[i] = 0;
-    } else if (!sc->on_stack) {
+    } else if (!may_block) {
         free(keys);
         return NULL;
-    } else if ((*rc = hier_exchange_keys(s, comm, keys, sc->fn)) != PLAIT_OK) {
+    } else if ((*rc = hier_exchange_keys(s, comm, keys, fn)) != PLAIT_OK) {
         free(keys);
         return NULL;
     }
@@ -188,6 +188,19 @@ static const hier_map_t *hier_map_get(pcoll_sched_t *sc, int *rc)
                 "hosts%s", comm->name, n, m->nhosts, m->uniform ? "" : " of different rank counts");
     free(keys);
     return m;
+}
+
+static const hier_map_t *hier_map_get(pcoll_sched_t *sc, int *rc)
+{
+    return hier_map_learn(sc->s, sc->comm, sc->on_stack, sc->fn, rc);
+}
+
+int pcoll_hier_prepare_locked(ppt_state_t *s, plait_comm_t comm, const char *fn)
+{
+    int rc = PLAIT_OK;
+    if (comm->size >= 2 && !hier_all_local(s, comm))
+        hier_map_learn(s, comm, 1, fn, &rc);
+    return rc;
 }
 
 /* A set of comm ranks (g[0..m-1]) allreducing cnt elements of buf; this rank

@@ -13,13 +13,61 @@
 
 static pthread_mutex_t lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* World's collective state that a blocking collective would otherwise make
+ * at its first call: the shared-memory area of a one-host world and the
+ * host map of one that spans hosts. Both take every rank (a few small
+ * messages), which a non-blocking call may not wait for, so a program whose
+ * first collectives on world are non-blocking ran them on the slower message
+ * paths until its first blocking one. Every rank is here, just past the
+ * launcher's fence. A failure of these messages (a peer died, PLAIT_TIMEOUT)
+ * fails plait_init. */
+_Static_assert(PCOLL_ST_N <= sizeof ((ppt_state_t *)0)->coll_stats / sizeof(uint64_t),
+               "ppt_state_t.coll_stats holds every counter");
+
+/* PLAIT_STATS' line of the collectives: which paths the calls took, to see
+ * whether small ones stay off messages. */
+static void coll_stats_print(ppt_state_t *s, FILE *f)
+{
+    uint64_t n[PCOLL_ST_N];
+    pthread_mutex_lock(&s->lock);   /* (counted under it) */
+    memcpy(n, s->coll_stats, sizeof n);
+    pthread_mutex_unlock(&s->lock);
+    fprintf(f, "plait stats, rank %d: collectives: %llu on the shared-memory area (%llu of them "
+            "non-blocking), %llu as a direct exchange of 2 ranks, %llu on the schedule engine "
+            "(%llu of them non-blocking)\n", s->job.rank,
+            (unsigned long long)(n[PCOLL_ST_AREA] + n[PCOLL_ST_AREA_NB]),
+            (unsigned long long)n[PCOLL_ST_AREA_NB], (unsigned long long)n[PCOLL_ST_PAIR],
+            (unsigned long long)(n[PCOLL_ST_SCHED] + n[PCOLL_ST_SCHED_NB]),
+            (unsigned long long)n[PCOLL_ST_SCHED_NB]);
+}
+
+static int world_prepare(void)
+{
+    ppt_state_t *s = ppt_get();
+    int rc;
+    s->coll_stats_print = coll_stats_print;
+    pthread_mutex_lock(&s->lock);
+    rc = pcoll_area_prepare_locked(s, s->world, "plait_init");
+    if (rc == PLAIT_OK)
+        rc = pcoll_hier_prepare_locked(s, s->world, "plait_init");
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
 int plait_init(void)
 {
     int rc;
     pthread_mutex_lock(&lifecycle_lock);
     rc = ppt_init();
-    if (rc == PLAIT_OK)
+    if (rc == PLAIT_OK) {
         pcoll_select_reset();
+        if ((rc = world_prepare()) != PLAIT_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", prt_err_text());
+            ppt_fini();
+            prt_err(rc, "%s", why);
+        }
+    }
     pthread_mutex_unlock(&lifecycle_lock);
     return rc;
 }

@@ -254,6 +254,10 @@ int pcoll_allgather_two_level(pcoll_sched_t *sc, const pcoll_args_t *a);
 int pcoll_reduce_scatter_two_level(pcoll_sched_t *sc, const pcoll_args_t *a);
 /* 0 when comm is known to have one rank per host (two_level = flat), else 1. */
 int  pcoll_hier_useful(const ppt_state_t *s, plait_comm_t comm);
+/* Learns comm's host map now where it spans hosts (world's, at plait_init:
+ * non-blocking calls, which may not wait to learn it, then run two-level
+ * from the first call on); every rank calls it at the same point. */
+int  pcoll_hier_prepare_locked(ppt_state_t *s, plait_comm_t comm, const char *fn);
 /* Shared-memory (one host) variants, coll/shm.c: ranks read each other's
  * buffers with the shm transport's get (process_vm_readv). */
 int pcoll_allreduce_shm(pcoll_sched_t *sc, const pcoll_args_t *a);
@@ -316,6 +320,18 @@ int pcoll_pair_use(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);
 int pcoll_pair_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn);
 
+/* What PLAIT_STATS counts of the collectives (ppt_state_t.coll_stats): calls
+ * by the path they took (count-0 calls other than barriers, which move
+ * nothing, and refused ones are not counted). */
+enum {
+    PCOLL_ST_AREA,       /* blocking, on the shared-memory area */
+    PCOLL_ST_AREA_NB,    /* non-blocking, on the area */
+    PCOLL_ST_PAIR,       /* blocking, the direct exchange of 2 ranks */
+    PCOLL_ST_SCHED,      /* blocking, on the schedule engine (messages, direct reads) */
+    PCOLL_ST_SCHED_NB,   /* non-blocking, on the schedule engine */
+    PCOLL_ST_N
+};
+
 /* Blocking collectives of a one-host communicator on its shared-memory area
  * with sequence flags (coll/shm_small.c): barrier, bcast, reduce, allreduce,
  * allgather, reduce_scatter, alltoall, gather, scatter, where the bytes a rank
@@ -328,8 +344,13 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
                           const char *fn, int *rc);
 int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn);
+/* Sets up comm's area now, where comm may have one (world's, at
+ * plait_init: then non-blocking calls take it from the first call on);
+ * every rank calls it at the same point. An error of the setup's messages
+ * is returned; an area that cannot be mapped everywhere is none, quietly. */
+int pcoll_area_prepare_locked(ppt_state_t *s, plait_comm_t comm, const char *fn);
 /* The non-blocking form: nb_use is 1 when the area exists already (a
- * blocking call made it) and the call is one exchange there; start queues
+ * blocking call or pcoll_area_prepare_locked made it) and the call is one exchange there; start queues
  * it and returns its request (the caller has taken its number in
  * comm->coll_seq). */
 int pcoll_area_nb_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);

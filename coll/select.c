@@ -331,9 +331,9 @@ void pcoll_selection_print(FILE *f)
                "<= 8K, allgather <= 32K, alltoall <= 64K run as one direct exchange (pair)\n");
     fprintf(f, "  recursive_doubling on 2 ranks: a vector of 2 or more PLAIT_COLL_PIPE chunks "
                "moves chunk by chunk, each reduced as it arrives\n");
-    fprintf(f, "  two_level: a host map per communicator, learnt in its first blocking "
-               "two-level call (until then non-blocking ones run the flat rows below theirs, "
-               "as do hosts of different rank counts)\n");
+    fprintf(f, "  two_level: a host map per communicator, world's learnt at plait_init, "
+               "another's in its first blocking two-level call (until then non-blocking ones "
+               "run the flat rows below theirs, as do hosts of different rank counts)\n");
     fprintf(f, "  shm rows apply only where every rank is on this host with direct reads "
                "(PLAIT_SHM_CMA=1)\n");
     fprintf(f, "  reduction kernels: %s (PLAIT_REDUCE_ISA)\n", pcoll_reduce_isa());

@@ -9,7 +9,7 @@
  *
  * The area (one POSIX shm segment per communicator, made lazily at the first
  * eligible blocking call, which every rank reaches as collectives start in
- * the same order): a control line (futex bell, sleeper count), two lines per
+ * the same order; world's in plait_init): a control line (futex bell, sleeper count), two lines per
  * rank (its read word, step 4 below), then per rank D slots (4..32, see
  * AREA_DEPTH_MAX), slot[s % D] for area call s. A slot is a 32-byte header
  * (seq: the call it holds, 0 before the first; bytes and
@@ -62,9 +62,10 @@
  * there for its first call's inputs. Calls publish in number order and
  * finish in call order, which keeps done one number. A blocking area
  * call first finishes every queued one (area_drain), waiting as its own
- * steps do. The area itself is made only by a blocking call (its setup is
- * collective and waits): a communicator's non-blocking calls use messages
- * until its first blocking eligible collective (plait_barrier is one).
+ * steps do. The area itself is made only where every rank may wait (its
+ * setup is collective): world's in plait_init, another communicator's by
+ * its first blocking eligible collective (plait_barrier is one), and until
+ * then that communicator's non-blocking calls use messages.
  * As a side effect the two forms of one collective meet on the area where
  * both use it; MPI never promises that, and neither does USER-GUIDE.
  *
@@ -473,30 +474,53 @@ static int area_fits(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, s
     return comm->size != 2 || *bytes <= AREA_PAIR_MAX || !pcoll_pair_eligible(a);
 }
 
-int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
-                          const char *fn, int *rc)
+/* comm's area, set up now if it has none yet (a collective step: every
+ * rank comes here at the same call). NULL where it has none for good
+ * (AREA_NONE: not one host, or a rank could not map it) or on an error of
+ * the setup, *rc then set. */
+static pcoll_area_t *area_get_locked(ppt_state_t *s, plait_comm_t comm, const char *fn, int *rc)
 {
     pcoll_area_t *A = comm->area;
-    size_t bytes;
-    int large;
     *rc = PLAIT_OK;
-    if (!area_fits(s, comm, a, &bytes, &large) || (A && A->state == AREA_NONE))
-        return 0;
+    if (A && A->state == AREA_NONE)
+        return NULL;
     if (!A) {
         if (!(A = calloc(1, sizeof *A))) {
             *rc = prt_err(PLAIT_ERR_NOMEM, "%s: no memory for a collective area", fn);
-            return 1;
+            return NULL;
         }
         comm->area = A;
         comm->area_free = area_free;
         if (!area_reachable(s, comm)) {
             A->state = AREA_NONE;
-            return 0;
+            return NULL;
         }
     }
     if (A->state != AREA_READY && (*rc = area_setup_locked(s, comm, A, fn)) != PLAIT_OK)
-        return 1;
-    return A->state == AREA_READY && (bytes <= A->slot || (large && A->direct));
+        return NULL;
+    return A->state == AREA_READY ? A : NULL;
+}
+
+int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                          const char *fn, int *rc)
+{
+    pcoll_area_t *A;
+    size_t bytes;
+    int large;
+    *rc = PLAIT_OK;
+    if (!area_fits(s, comm, a, &bytes, &large))
+        return 0;
+    if (!(A = area_get_locked(s, comm, fn, rc)))
+        return *rc != PLAIT_OK;
+    return bytes <= A->slot || (large && A->direct);
+}
+
+int pcoll_area_prepare_locked(ppt_state_t *s, plait_comm_t comm, const char *fn)
+{
+    int rc = PLAIT_OK;
+    if (s->cfg.coll_shm_small && comm->size >= 2)
+        area_get_locked(s, comm, fn, &rc);
+    return rc;
 }
 
 /* ------------------------------------------------------------- waiting */

@@ -235,6 +235,8 @@ int ppt_init(void)
 /* The transport counters (udp), or the one line that says there are none. */
 static void ppt_stats_print(ppt_state_t *s, FILE *f)
 {
+    if (s->coll_stats_print)
+        s->coll_stats_print(s, f);
     if (s->udp.ops)
         ptl_udp_stats_print(&s->udp, f);
     else

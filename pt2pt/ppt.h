@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "plait.h"
@@ -287,6 +288,11 @@ typedef struct ppt_state {
                                       * thread keeps off the lock (async_poll) */
     struct ppt_notice_tx *notice_tx; /* refusals on their way to the peers (notice.c) */
     int             probes_due;     /* probes came that want an answer (probe.c) */
+    /* Counters of the collectives layer (coll/), under the lock, and how it
+     * prints them: set at plait_init, called first by the stats printing
+     * here (PLAIT_STATS, plait_stats_print), which knows nothing of them. */
+    uint64_t        coll_stats[8];    /* (PCOLL_ST_N of them used) */
+    void          (*coll_stats_print)(struct ppt_state *s, FILE *f);
 } ppt_state_t;
 
 /* The library instance between plait_init and plait_finalize, else NULL. */

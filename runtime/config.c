@@ -80,7 +80,8 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
      "or its engine a core no rank of the host is bound to: PLAIT_THREAD_CPU)",
      CFG_AT(udp_tx_help)},
     {"PLAIT_STATS", PRT_CFG_BOOL, "0", NULL,
-     "print per-connection and per-path transport counters to stderr at plait_finalize",
+     "print the collectives' paths (calls on the shared area, direct exchange, schedule "
+     "engine) and per-connection and per-path transport counters to stderr at plait_finalize",
      CFG_AT(stats)},
     {"PLAIT_TRACE", PRT_CFG_STRING, "", NULL,
      "directory to write an event timeline of each rank to at plait_finalize "

@@ -19,6 +19,9 @@
  *           loops. Inputs are a pure function of (seed, round, call, rank,
  *           index), every rank computes the expected results itself, and
  *           outputs are poisoned first.
+ *   first   3 batches of 96 such calls (no blocking ones) on world before
+ *           any blocking collective: they take world's area, made in
+ *           plait_init (t-coll.sh counts them with PLAIT_STATS=1).
  *   behind  rank 1 waits in a receive from rank 0 while rank 0 starts 150
  *           ibcasts as root and only then sends: rank 0's publishes past the
  *           slots' depth wait in the queue; a start must not wait.
@@ -261,7 +264,8 @@ static void stress_on(plait_comm_t w, const char *on, call_t *cs)
     int r, n;
     plait_comm_rank(w, &r);
     plait_comm_size(w, &n);
-    CK(plait_barrier(w));   /* (makes the area: non-blocking calls use it only then) */
+    CK(plait_barrier(w));   /* (makes a split communicator's area: its non-blocking
+                             * calls use it only then; world's is made in plait_init) */
     for (int round = 0; round < ROUNDS; round++) {
         uint64_t h = shape(round, 0, 99);
         int m = 1 + (int)(h % BATCH), mixed = (h >> 10) % 3 == 0;
@@ -286,6 +290,28 @@ static void stress(call_t *cs)
     stress_on(w, "world", cs);
     stress_on(half, "split", cs);
     CK(plait_comm_free(&half));
+}
+
+/* FIRST_ROUNDS batches of BATCH non-blocking calls, every kind, before any
+ * blocking collective on world: world's area is made in plait_init, so they
+ * take it from the first call (t-coll.sh counts them in PLAIT_STATS' line);
+ * each checked as in stress. */
+#define FIRST_ROUNDS 3
+static void first(call_t *cs)
+{
+    plait_comm_t w = plait_comm_world();
+    for (int round = 0; round < FIRST_ROUNDS; round++) {
+        for (int k = 0; k < BATCH; k++) {
+            setup(&cs[k], round, k, me, np);
+            cs[k].q = NULL;
+            CK(start(&cs[k], w, 0));
+        }
+        complete(cs, BATCH, round % 3, shape(round, 0, 98));
+        for (int k = 0; k < BATCH; k++)
+            verify(&cs[k], round, k, me, np, "world, before any blocking call");
+    }
+    if (me == 0)
+        printf("coll_nb_area first: %d non-blocking calls\n", FIRST_ROUNDS * BATCH);
 }
 
 static void behind(void)
@@ -410,13 +436,16 @@ int main(int argc, char **argv)
     plait_comm_size(plait_comm_world(), &np);
     if (me == 0)
         printf("coll_nb_area %s: seed %llu, %d ranks\n", mode, (unsigned long long)seed, np);
-    if (!strcmp(mode, "stress")) {
+    if (!strcmp(mode, "stress") || !strcmp(mode, "first")) {
         if (!(cs = calloc(BATCH, sizeof *cs)))
             FAIL("no memory");
         for (int k = 0; k < BATCH; k++)
             if (!(cs[k].in = malloc(elems(np) * 8)) || !(cs[k].out = malloc(elems(np) * 8)))
                 FAIL("no memory");
-        stress(cs);
+        if (!strcmp(mode, "first"))
+            first(cs);
+        else
+            stress(cs);
     } else if (!strcmp(mode, "behind") && np >= 2) {
         behind();
     } else if (!strcmp(mode, "freed")) {

@@ -54,6 +54,7 @@ job() {
         fail "$name" "exit status $rc after $(( $(date +%s) - t0 ))s (seed $PLAIT_TEST_SEED)" \
              "rerun: PLAIT_TEST_SEED=$PLAIT_TEST_SEED $PLAITRUN ${where[*]} ${envs[*]} $PROG $*"
     fi
+    [ "$rc" = 0 ]   # (a caller may look at $out further)
 }
 
 if [ ! -x "$PROG" ] || [ ! -x "$PLAITRUN" ]; then
@@ -264,6 +265,21 @@ if [ -x "$NBAREA" ]; then
     done
     PROG=$NBAREA job "non-blocking calls on the area of a freed communicator (3 ranks)" \
         3 "$PLAIT_TIMEOUT" -- freed
+    # World's area is made in plait_init: non-blocking calls before any
+    # blocking collective take it (each rank's PLAIT_STATS line counts all 288
+    # of them there, none on messages), results checked.
+    for n in 2 4; do
+        name="non-blocking calls before any blocking one on world's shared area ($n ranks)"
+        if PROG=$NBAREA job "$name" "$n" "$PLAIT_TIMEOUT" PLAIT_STATS=1 -- first; then
+            want="collectives: 288 on the shared-memory area (288 of them non-blocking), 0 as a"
+            want="$want direct exchange of 2 ranks, 0 on the schedule engine (0 of them"
+            if [ "$(grep -cF "$want" "$out")" = "$n" ]; then
+                pass "$name: PLAIT_STATS counts them there"
+            else
+                fail "$name: PLAIT_STATS counts them there" "expected $n lines with: $want"
+            fi
+        fi
+    done
     for n in 2 4; do
         PROG=$NBAREA job "non-blocking mismatches on the shared area: checks and probes, no timeout ($n ranks)" \
             "$n" 0 -- diverge
