@@ -1072,10 +1072,11 @@ static void errors(ctx_t *x)
 
 /* Roots that differ in a rendezvous-sized bcast, as the first collective,
  * then a barrier: some ranks may return at once (OK), others time out, and
- * the traffic left behind (the shared area's setup among it) must not pair
- * with finalize's: main checks finalize returns OK everywhere. It returned
- * PLAIT_ERR_ARG (a truncation) on one rank in 3 of 3 runs (3 ranks) while
- * finalize took the next collective tag. */
+ * the traffic left behind must not pair with finalize's: main checks
+ * finalize returns OK everywhere. It returned PLAIT_ERR_ARG (a truncation)
+ * on one rank in 3 of 3 runs (3 ranks) while finalize took the next
+ * collective tag. (The barrier also made the shared area then, amid that
+ * traffic; since session 40 world's area is made in plait_init.) */
 static void root_mismatch(ctx_t *x, size_t n)
 {
     float *b = galloc(n * 4);
