@@ -13,14 +13,6 @@
 
 static pthread_mutex_t lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* World's collective state that a blocking collective would otherwise make
- * at its first call: the shared-memory area of a one-host world and the
- * host map of one that spans hosts. Both take every rank (a few small
- * messages), which a non-blocking call may not wait for, so a program whose
- * first collectives on world are non-blocking ran them on the slower message
- * paths until its first blocking one. Every rank is here, just past the
- * launcher's fence. A failure of these messages (a peer died, PLAIT_TIMEOUT)
- * fails plait_init. */
 _Static_assert(PCOLL_ST_N <= sizeof ((ppt_state_t *)0)->coll_stats / sizeof(uint64_t),
                "ppt_state_t.coll_stats holds every counter");
 
@@ -41,6 +33,14 @@ static void coll_stats_print(ppt_state_t *s, FILE *f)
             (unsigned long long)n[PCOLL_ST_SCHED_NB]);
 }
 
+/* World's collective state that a blocking collective would otherwise make
+ * at its first call: the shared-memory area of a one-host world and the
+ * host map of one that spans hosts. Both take every rank (a few small
+ * messages), which a non-blocking call may not wait for, so a program whose
+ * first collectives on world are non-blocking ran them on the slower message
+ * paths until its first blocking one. Every rank is here, just past the
+ * launcher's fence. A failure of these messages (a peer died, PLAIT_TIMEOUT)
+ * fails plait_init. */
 static int world_prepare(void)
 {
     ppt_state_t *s = ppt_get();

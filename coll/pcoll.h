@@ -350,9 +350,9 @@ int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
  * is returned; an area that cannot be mapped everywhere is none, quietly. */
 int pcoll_area_prepare_locked(ppt_state_t *s, plait_comm_t comm, const char *fn);
 /* The non-blocking form: nb_use is 1 when the area exists already (a
- * blocking call or pcoll_area_prepare_locked made it) and the call is one exchange there; start queues
- * it and returns its request (the caller has taken its number in
- * comm->coll_seq). */
+ * blocking call or pcoll_area_prepare_locked made it) and the call is one
+ * exchange there; start queues it and returns its request (the caller has
+ * taken its number in comm->coll_seq). */
 int pcoll_area_nb_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);
 int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                             const char *fn, plait_request_t *out);

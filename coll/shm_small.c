@@ -9,12 +9,12 @@
  *
  * The area (one POSIX shm segment per communicator, made lazily at the first
  * eligible blocking call, which every rank reaches as collectives start in
- * the same order; world's in plait_init): a control line (futex bell, sleeper count), two lines per
- * rank (its read word, step 4 below), then per rank D slots (4..32, see
- * AREA_DEPTH_MAX), slot[s % D] for area call s. A slot is a 32-byte header
- * (seq: the call it holds, 0 before the first; bytes and
- * root of that call, so ranks that passed different counts or roots fail
- * with PLAIT_ERR_ARG) followed by the data, cache-line aligned. Comm rank 0
+ * the same order; world's in plait_init): a control line (futex bell,
+ * sleeper count), two lines per rank (its read word, step 4 below), then per
+ * rank D slots (4..32, see AREA_DEPTH_MAX), slot[s % D] for area call s. A
+ * slot is a 32-byte header (seq: the call it holds, 0 before the first;
+ * bytes and root of that call, so ranks that passed different counts or
+ * roots fail with PLAIT_ERR_ARG) followed by the data, cache-line aligned. Comm rank 0
  * creates the segment (name /plait-<tag>-a<ctx>-<pid>-<random>: plaitrun's
  * cleanup removes the /plait-<tag>- prefix), sends the name with a bcast on
  * the collective context, every rank maps it, an allreduce (MIN) of the
