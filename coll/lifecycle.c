@@ -45,7 +45,6 @@ static int world_prepare(void)
 {
     ppt_state_t *s = ppt_get();
     int rc;
-    s->coll_stats_print = coll_stats_print;
     pthread_mutex_lock(&s->lock);
     rc = pcoll_area_prepare_locked(s, s->world, "plait_init");
     if (rc == PLAIT_OK)
@@ -61,6 +60,7 @@ int plait_init(void)
     rc = ppt_init();
     if (rc == PLAIT_OK) {
         pcoll_select_reset();
+        ppt_get()->coll_stats_print = coll_stats_print;
         if ((rc = world_prepare()) != PLAIT_OK) {
             char why[512];
             snprintf(why, sizeof why, "%s", prt_err_text());
