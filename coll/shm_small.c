@@ -193,6 +193,8 @@ typedef struct pcoll_area {
                                 * request not freed): they keep the area mapped after
                                 * its communicator is freed (area_op_free) */
     int      orphan;           /* its communicator is freed: the last op unmaps it */
+    struct area_op *spare;     /* the last freed op, for the next start (a start-and-wait
+                                * loop then allocates only its request) */
 } pcoll_area_t;
 
 /* What the segment's creator tells the others. */
@@ -254,6 +256,7 @@ static void area_free_now(pcoll_area_t *A)
 {
     area_unmap(A);
     free(A->scratch);
+    free(A->spare);
     free(A);
 }
 
@@ -1251,7 +1254,10 @@ static void area_op_fail(area_op_t *op, int rc)
 static void area_op_free(area_op_t *op)
 {
     pcoll_area_t *A = op->c.A;
-    free(op);
+    if (!A->spare && !A->orphan)
+        A->spare = op;
+    else
+        free(op);
     if (--A->nops == 0 && A->orphan)
         area_free_now(A);
 }
@@ -1481,11 +1487,12 @@ int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
                             const char *fn, plait_request_t *out)
 {
     pcoll_area_t *A = comm->area;
-    area_op_t *op = calloc(1, sizeof *op);
+    area_op_t *op = A->spare ? memset(A->spare, 0, sizeof *op) : calloc(1, sizeof *op);
     plait_request_t req = op ? ppt_req_new(PPT_REQ_COLL, comm, NULL) : NULL;
     int steps = area_one_exchange(A, comm->size, a) ? 1 : 2;
     uint32_t seq = A->seq + 1;
     A->seq += (uint32_t)steps;   /* (taken even without memory: the numbering goes on) */
+    A->spare = NULL;
     if (!req) {
         free(op);
         return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for its request", fn);
