@@ -212,9 +212,11 @@ int ppt_init(void)
                                             ? "plait_init: already initialized"
                                             : "plait_init: called after plait_finalize (a process "
                                               "initializes once)");
-    s = calloc(1, sizeof *s);
+    /* (aligned: the progress thread's counters have cache lines of their own) */
+    s = aligned_alloc(_Alignof(ppt_state_t), sizeof *s);
     if (!s)
         return prt_err(PLAIT_ERR_NOMEM, "plait_init: no memory");
+    memset(s, 0, sizeof *s);
     state_lock_init(&s->lock);
     rc = ppt_setup(s);
     if (rc != PLAIT_OK) {

@@ -64,6 +64,11 @@
 #define PPT_ASYNC_YIELD_NS  20000   /* polling, it yields the core this often */
 #define PPT_ASYNC_POLL_IDLE_NS 2000000 /* on a spare core: polls this long with none in
                                      * flight before the deep sleep */
+#define PPT_ASYNC_SAMPLE_NS 1000    /* polling, it reads the program's counters this often:
+                                     * each read takes their cache line from the program's
+                                     * core, whose next write then waits for it back; read
+                                     * at every pause, 16-512 B start-and-wait iallreduces
+                                     * took 0.2-0.4 us longer with the thread than without */
 
 enum { ASYNC_LOOK, ASYNC_DRIVE, ASYNC_DEEP };
 
@@ -137,20 +142,29 @@ static void async_poll_idle(ppt_state_t *s, uint64_t *idle_ns, uint64_t now)
  * look every 20 us saw a program that went computing only 20-40 us after
  * it did: every collective shorter than that (below about 1 MiB on one
  * host) was over, or waiting on its next round, before the thread drove,
- * and hid nothing. Here the thread reads the counters in a loop of pauses:
- * while someone else makes progress passes (the program in plait_wait, a
- * plait_test loop, a blocking call) it keeps off the lock; once nobody has
- * for PPT_ASYNC_QUIET_NS it drives, pass after pass, until the program is
- * back (its first pass shows in the counter) or nothing is in flight. The
- * core is one no rank of the host is bound to (runtime/affinity.c), so the
- * spinning costs the ranks nothing; with nothing in flight for
- * PPT_ASYNC_POLL_IDLE_NS it sleeps until the next start kicks it. */
+ * and hid nothing. Here the thread pauses in a loop and reads the counters
+ * every PPT_ASYNC_SAMPLE_NS: while someone else makes progress passes (the
+ * program in plait_wait, a plait_test loop, a blocking call) it keeps off
+ * the lock; once nobody has for PPT_ASYNC_QUIET_NS it drives, pass after
+ * pass, until the program is back (its first pass shows in the counter) or
+ * nothing is in flight. The core is one no rank of the host is bound to
+ * (runtime/affinity.c), so the spinning takes no rank's CPU, and the
+ * spaced reads seldom take the counters' line from the program; with
+ * nothing in flight for PPT_ASYNC_POLL_IDLE_NS it sleeps until the next
+ * start kicks it. */
 static void async_poll(ppt_state_t *s)
 {
     uint64_t seen = atomic_load(&s->passes), quiet_ns = prt_now_ns(), idle_ns = 0,
-             yield_ns = quiet_ns;
+             yield_ns = quiet_ns, sample_ns = 0;
+    int drove = 0;   /* its last turn made a pass: the next one samples at once */
     while (!atomic_load_explicit(&s->async_stop, memory_order_relaxed)) {
         uint64_t passes, now = prt_now_ns();
+        if (!drove && now - sample_ns < PPT_ASYNC_SAMPLE_NS) {
+            prt_cpu_relax();
+            continue;
+        }
+        sample_ns = now;
+        drove = 0;
         if (now - yield_ns > PPT_ASYNC_YIELD_NS) {   /* the core may not be as spare as */
             sched_yield();                           /* it looked (another job, a bed of */
             yield_ns = now;                          /* namespace hosts): share it */
@@ -165,10 +179,8 @@ static void async_poll(ppt_state_t *s)
             seen = passes;   /* the program progresses by itself, or waits to */
             quiet_ns = now;
         }
-        if (now - quiet_ns < PPT_ASYNC_QUIET_NS) {
-            prt_cpu_relax();
+        if (now - quiet_ns < PPT_ASYNC_QUIET_NS)
             continue;
-        }
         if (pthread_mutex_trylock(&s->lock) != 0) {   /* a program thread is in a call */
             quiet_ns = now;
             continue;
@@ -177,6 +189,7 @@ static void async_poll(ppt_state_t *s)
             ppt_progress_locked(s);
         seen = atomic_load_explicit(&s->passes, memory_order_relaxed);
         pthread_mutex_unlock(&s->lock);
+        drove = 1;
         /* a program thread spinning for the lock gets it now (relocking at
          * once, this thread would win most races against it) */
         for (int i = 0; i < PPT_ASYNC_GAP_PAUSES; i++)
