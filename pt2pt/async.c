@@ -157,12 +157,16 @@ static void async_poll(ppt_state_t *s)
     uint64_t seen = atomic_load(&s->passes), quiet_ns = prt_now_ns(), idle_ns = 0,
              yield_ns = quiet_ns, sample_ns = 0;
     int drove = 0;   /* its last turn made a pass: the next one samples at once */
-    while (!atomic_load_explicit(&s->async_stop, memory_order_relaxed)) {
+    for (;;) {
         uint64_t passes, now = prt_now_ns();
         if (!drove && now - sample_ns < PPT_ASYNC_SAMPLE_NS) {
             prt_cpu_relax();
             continue;
         }
+        /* (the stop word too is read only here: its line holds counters
+         * that the program writes at every request, user_reqs) */
+        if (atomic_load_explicit(&s->async_stop, memory_order_relaxed))
+            break;
         sample_ns = now;
         drove = 0;
         if (now - yield_ns > PPT_ASYNC_YIELD_NS) {   /* the core may not be as spare as */
