@@ -426,19 +426,23 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
  * (a tenth of a short non-blocking allreduce's start-and-wait). */
 #define PPT_WAIT_CLOCK_TURNS 4
 
-static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s)
+/* (work: what the caller's pass just before found; the loop's first turn
+ * makes none of its own) */
+static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s,
+                            int work)
 {
     prt_backoff_t b;
     int backed_off = 0;   /* only waits that had to wait feed the average */
     int unclocked = 0;    /* turns left to spin without reading the clock */
+    int passed = 1;       /* this turn's pass is made */
     uint64_t mark = 0, moved_ns = 0, timeout_ns = (uint64_t)(timeout_s * 1e9);
     int marked = timeout_s > 0 && wait_moving(s, req, &mark);   /* no deadline: no need */
     prt_backoff_start(&b, timeout_s);
     for (;;) {
         uint64_t now;
-        int work = 0;
-        if (!req_done(req))
-            work = ppt_progress_locked(s);
+        if (!passed)
+            work = req_done(req) ? 0 : ppt_progress_locked(s);
+        passed = 0;
         if (req_done(req)) {
             if (backed_off)
                 wait_account(s, req, b.start_ns);
@@ -488,13 +492,13 @@ static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn,
  * reads and its count of waiters, which the progress thread polls. */
 int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s)
 {
-    int rc;
+    int rc, work = 0;
     if (!req_done(req))
-        ppt_progress_locked(s);
+        work = ppt_progress_locked(s);
     if (req_done(req))
         return req_result(req, fn);
     ppt_waiting(s, 1);
-    rc = wait_loop_locked(s, req, fn, timeout_s);
+    rc = wait_loop_locked(s, req, fn, timeout_s, work);
     ppt_waiting(s, -1);
     return rc;
 }
