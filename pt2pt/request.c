@@ -433,11 +433,12 @@ static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn,
 {
     prt_backoff_t b;
     int backed_off = 0;   /* only waits that had to wait feed the average */
-    int unclocked = 0;    /* turns left to spin without reading the clock */
+    /* turns left to spin without reading the clock; the first ones too (the
+     * wait's start is its first clock read, a few pauses late) */
+    int unclocked = PPT_WAIT_CLOCK_TURNS - 1, started = 0;
     int passed = 1;       /* this turn's pass is made */
     uint64_t mark = 0, moved_ns = 0, timeout_ns = (uint64_t)(timeout_s * 1e9);
     int marked = timeout_s > 0 && wait_moving(s, req, &mark);   /* no deadline: no need */
-    prt_backoff_start(&b, timeout_s);
     for (;;) {
         uint64_t now;
         if (!passed)
@@ -456,6 +457,10 @@ static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn,
             continue;
         }
         now = prt_now_ns();
+        if (!started) {
+            prt_backoff_start_at(&b, timeout_s, now);
+            started = 1;
+        }
         if (work)
             prt_backoff_progress(&b, now);
         if (alive_check_due(s, now)) {

@@ -266,6 +266,8 @@ typedef struct {
 } prt_backoff_t;
 
 void prt_backoff_start(prt_backoff_t *b, double timeout_s);
+/* the same, at a time the caller has read already */
+void prt_backoff_start_at(prt_backoff_t *b, double timeout_s, uint64_t now);
 /* 1 when the deadline passed. */
 int  prt_backoff_expired(const prt_backoff_t *b, uint64_t now);
 /* The waiter made progress at `now`: the sleep stage starts yield_us later. */

@@ -11,7 +11,12 @@
 
 void prt_backoff_start(prt_backoff_t *b, double timeout_s)
 {
-    b->start_ns = b->work_ns = prt_now_ns();
+    prt_backoff_start_at(b, timeout_s, prt_now_ns());
+}
+
+void prt_backoff_start_at(prt_backoff_t *b, double timeout_s, uint64_t now)
+{
+    b->start_ns = b->work_ns = now;
     b->deadline_ns = timeout_s > 0 ? b->start_ns + (uint64_t)(timeout_s * 1e9) : 0;
 }
 
