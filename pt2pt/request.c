@@ -434,8 +434,9 @@ static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn,
     prt_backoff_t b;
     int backed_off = 0;   /* only waits that had to wait feed the average */
     /* turns left to spin without reading the clock; the first ones too (the
-     * wait's start is its first clock read, a few pauses late) */
-    int unclocked = PPT_WAIT_CLOCK_TURNS - 1, started = 0;
+     * wait's start is its first clock read, a few pauses late), unless the
+     * spinning stage yields (a wait on another host: wait_spin_yields) */
+    int unclocked = wait_spin_yields(s, req) ? 0 : PPT_WAIT_CLOCK_TURNS - 1, started = 0;
     int passed = 1;       /* this turn's pass is made */
     uint64_t mark = 0, moved_ns = 0, timeout_ns = (uint64_t)(timeout_s * 1e9);
     int marked = timeout_s > 0 && wait_moving(s, req, &mark);   /* no deadline: no need */
