@@ -64,11 +64,14 @@
 #define PPT_ASYNC_YIELD_NS  20000   /* polling, it yields the core this often */
 #define PPT_ASYNC_POLL_IDLE_NS 2000000 /* on a spare core: polls this long with none in
                                      * flight before the deep sleep */
-#define PPT_ASYNC_SAMPLE_NS 1000    /* polling, it reads the program's counters this often:
+#define PPT_ASYNC_SAMPLE_NS 2000    /* polling, it reads the program's counters this often:
                                      * each read takes their cache line from the program's
-                                     * core, whose next write then waits for it back; read
+                                     * core, whose next write then waits for it back. Read
                                      * at every pause, 16-512 B start-and-wait iallreduces
-                                     * took 0.2-0.4 us longer with the thread than without */
+                                     * took 0.2-0.4 us longer with the thread than without;
+                                     * every 1 us (and a second line), 0.05-0.1 us; every
+                                     * 20 us, nothing measurable. It drives 3-5 us after
+                                     * the program left. */
 
 enum { ASYNC_LOOK, ASYNC_DRIVE, ASYNC_DEEP };
 
@@ -163,9 +166,7 @@ static void async_poll(ppt_state_t *s)
             prt_cpu_relax();
             continue;
         }
-        /* (the stop word too is read only here: its line holds counters
-         * that the program writes at every request, user_reqs) */
-        if (atomic_load_explicit(&s->async_stop, memory_order_relaxed))
+        if (atomic_load_explicit(&s->async_stop, memory_order_relaxed))   /* (same line) */
             break;
         sample_ns = now;
         drove = 0;

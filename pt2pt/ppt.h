@@ -276,20 +276,20 @@ typedef struct ppt_state {
     /* the progress thread (async.c) */
     pthread_t        async_thread;
     int              async_started, async_failed;
-    _Atomic int      async_stop;
     _Atomic uint32_t async_gen;      /* futex word the thread sleeps on: bumped to wake it
                                       * from its deep sleep, and at finalize */
     _Atomic int      async_deep;     /* it sleeps until the next one (none in flight) */
     int              async_spare;    /* it runs off the ranks' CPUs (async_main) */
-    /* These three, which the polling thread reads, have a cache line of
-     * their own: no other field's writes take it from the thread, and its
-     * reads take no other field from the program (async.c, SAMPLE_NS). */
+    /* What the polling thread reads, on a cache line of its own: no other
+     * field's writes take it from the thread, and its reads take no other
+     * field from the program (async.c, PPT_ASYNC_SAMPLE_NS). */
     _Alignas(64)
     _Atomic uint64_t passes;         /* progress passes made (the thread's "program away"
                                       * test; written under the lock, read without) */
     _Atomic int      nb_inflight;    /* non-blocking collectives in coll_head (likewise) */
     _Atomic int      waiters;        /* program threads inside a wait loop: the polling
                                       * thread keeps off the lock (async_poll) */
+    _Atomic int      async_stop;     /* finalize: the thread leaves */
     _Alignas(64)
     struct ppt_notice_tx *notice_tx; /* refusals on their way to the peers (notice.c) */
     int             probes_due;     /* probes came that want an answer (probe.c) */
