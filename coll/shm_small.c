@@ -657,10 +657,7 @@ static inline void area_ring(const pcoll_area_t *A)
 static int area_wait_loop(const area_call_t *c, uint32_t want, int only, int on)
 {
     ppt_state_t *s = c->s;
-    /* (a wait that does not spin first starts at once; one that does reads
-     * the clock first at its 8th poll: most end before, and the read cost a
-     * tenth of a 2-rank 8-byte bcast) */
-    int n = c->comm->size, k = 0, stage = s->cfg.spin_us > 0 ? 0 : 1, started = 0, rc;
+    int n = c->comm->size, k = 0, stage = 0, rc;
     uint32_t iter = 0;
     uint64_t now, last_alive = 0;
     int probed = 0;
@@ -668,14 +665,14 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only, int on)
     for (;; iter++) {
         if ((k = area_missing(c, want, only, k, on)) >= n)
             return PLAIT_OK;
+        if (iter == 0) {
+            prt_backoff_start(&b, s->cfg.timeout_s);
+            last_alive = b.start_ns;
+            stage = prt_backoff_stage(&b, b.start_ns, s->cfg.spin_us, s->cfg.yield_us);
+        }
         if (stage > 0 || (iter & 7) == 7) {   /* spinning: every 8th poll only */
             ppt_progress_locked(s);
             now = prt_now_ns();
-            if (!started) {
-                prt_backoff_start_at(&b, s->cfg.timeout_s, now);
-                last_alive = now;
-                started = 1;
-            }
             if (now - last_alive > AREA_ALIVE_NS) {
                 int probe = !probed && now - b.start_ns > PCOLL_PROBE_NS && c->call;
                 last_alive = now;
@@ -701,8 +698,6 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only, int on)
 static inline int area_wait(const area_call_t *c, uint32_t want, int only, int on)
 {
     int rc;
-    if (area_missing(c, want, only, 0, on) >= c->comm->size)
-        return PLAIT_OK;    /* (no count of waiters, which the progress thread reads) */
     ppt_waiting(c->s, 1);
     rc = area_wait_loop(c, want, only, on);
     ppt_waiting(c->s, -1);
