@@ -247,33 +247,23 @@ struct udp {
     udp_card_t     card;
     udp_peer_t    *peers;                    /* by world rank */
     udp_engine_t   eng[UDP_MAX_ENG];
-    _Atomic int    stop;
+    _Atomic int    stop, rx_ready;
     _Atomic int    exposed;                  /* receive regions exposed (bulk data to come) */
     /* The message udp_deliver is handing up, and whether rx kept it
      * (udp_rx_keep). One at a time: pt2pt calls progress, and so rx, under
      * its lock. */
     pp_msg_t      *rx_cur;
     int            rx_kept;
-    /* Early placement (ptl.h rx_early_set): the layer above's hook. */
+    /* Early placement (ptl.h rx_early_set): the layer above's hook, and a
+     * hint from the receive path that some message's header came in. */
     ptl_early_fn   early;
     void          *early_ctx;
+    _Atomic int    early_hint;
+    _Atomic int    zc_ready;                 /* some connection has zero-copy sends to report */
     _Atomic int    gso;                      /* UDP_SEGMENT works (cleared on refusal) */
     _Atomic int    frag;                     /* datagrams go fragmented (udp_pmtu_fallback) */
-    /* The fields below are written as data moves, by the application's
-     * threads and the engine threads both; each group has cache lines of its
-     * own, away from the read-mostly ones above that the engine thread reads
-     * in every turn of its loop (every write takes the line from every
-     * reader: the progress thread's reads of a line the program wrote cost
-     * 16-512 B start-and-wait calls 0.2-0.4 us, session 41). */
-    _Alignas(64)
-    _Atomic uint64_t caller_ns;              /* last time an application thread polled
-                                              * (udp_caller_polled: once a microsecond) */
-    _Alignas(64)
-    _Atomic int    rx_ready;                 /* a receive pass made a message deliverable */
-    _Atomic int    early_hint;               /* a header udp_early_pass may offer came */
-    _Atomic int    zc_ready;                 /* some connection has zero-copy sends to report */
+    _Atomic uint64_t caller_ns;              /* last time an application thread polled */
     _Atomic uint64_t rx_bulk_ns;             /* last pass that received placed (bulk) data */
-    _Alignas(64)
     _Atomic uint64_t st_syscalls, st_sleeps; /* datapath counters (PLAIT_STATS) */
     _Atomic uint64_t st_kept;                /* messages rx kept instead of copying */
     _Atomic uint64_t st_send_rx;             /* receive passes a send ran (udp_send_drive) */
@@ -284,17 +274,6 @@ struct udp {
 };
 
 static udp_t *udp_of(ptl_tl_t *tl) { return tl->priv; }
-
-/* An application thread polls or sends: the engine threads stand by while
- * one did within UDP_HANDOFF_NS (200 us). Stamped once a microsecond at
- * most: each store takes the line from the engine threads, which read it
- * in every turn of their loop. */
-static void udp_caller_polled(udp_t *u)
-{
-    uint64_t now = prt_now_ns();
-    if (now - atomic_load_explicit(&u->caller_ns, memory_order_relaxed) >= 1000)
-        atomic_store_explicit(&u->caller_ns, now, memory_order_relaxed);
-}
 
 /* Counters bumped by whichever thread drives: relaxed, only read for stats. */
 static inline void udp_count(_Atomic uint64_t *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
@@ -448,10 +427,9 @@ static int udp_tx_help_wanted(int mode)
 
 int ptl_udp_setup(ptl_tl_t *tl, prt_job_t *job, const prt_config_t *cfg, ptl_tl_t *waker)
 {
-    udp_t *u = aligned_alloc(_Alignof(udp_t), sizeof *u);   /* (its cache-line groups) */
+    udp_t *u = calloc(1, sizeof *u);
     if (!u)
         return prt_err(PLAIT_ERR_NOMEM, "no memory for the udp transport");
-    memset(u, 0, sizeof *u);
     tl->ops = &ptl_udp_ops;
     tl->name = "udp";
     tl->priv = u;
@@ -1742,7 +1720,7 @@ static int udp_send_any(ptl_tl_t *tl, int dst, const void *hdr, size_t hlen, con
         return rc;
     /* transmit from this thread; if an engine is mid-pass, it (or our next
      * progress call) sends it, and the kick covers an engine about to sleep */
-    udp_caller_polled(u);
+    atomic_store_explicit(&u->caller_ns, prt_now_ns(), memory_order_relaxed);
     g = &u->eng[dst % u->neng];
     bulk = u->tx_help && plen >= UDP_HELP_MIN;
     if (bulk) {
@@ -1914,8 +1892,7 @@ static void udp_early_peer(udp_t *u, int r)
  * pass (the peer's is set first). */
 static void udp_early_pass(udp_t *u)
 {
-    if (!u->early || !atomic_load_explicit(&u->early_hint, memory_order_relaxed) ||
-        !atomic_exchange(&u->early_hint, 0))   /* (the load first: no write when unset) */
+    if (!u->early || !atomic_exchange(&u->early_hint, 0))
         return;
     for (int r = 0; r < u->job->size; r++)
         if (u->peers[r].up && atomic_load_explicit(&u->peers[r].early_hint, memory_order_relaxed) &&
@@ -1949,8 +1926,7 @@ static int udp_deliver(udp_t *u, ptl_rx_fn rx, void *ctx)
 {
     int n = 0;
     unsigned update = 0;   /* engines owing a window update */
-    if (!atomic_load_explicit(&u->rx_ready, memory_order_relaxed) ||
-        !atomic_exchange(&u->rx_ready, 0))   /* (the load first: no write when unset) */
+    if (!atomic_exchange(&u->rx_ready, 0))
         return 0;
     for (int r = 0; r < u->job->size; r++) {
         udp_peer_t *p = &u->peers[r];
@@ -2012,7 +1988,7 @@ static int udp_progress(ptl_tl_t *tl, ptl_rx_fn rx, void *ctx)
 {
     udp_t *u = udp_of(tl);
     int work = 0;
-    udp_caller_polled(u);
+    atomic_store_explicit(&u->caller_ns, prt_now_ns(), memory_order_relaxed);
     for (int e = 0; e < u->neng; e++)
         work += udp_drive(u, e, 1);
     udp_early_pass(u);
