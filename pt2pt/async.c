@@ -69,9 +69,9 @@
                                      * core, whose next write then waits for it back. Read
                                      * at every pause, 16-512 B start-and-wait iallreduces
                                      * took 0.2-0.4 us longer with the thread than without;
-                                     * every 1 us (and a second line), 0.05-0.1 us; every
-                                     * 20 us, nothing measurable. It drives 3-5 us after
-                                     * the program left. */
+                                     * every 1 us (and a second line), 0.07-0.17 us; every
+                                     * 20 us, 0.03 us or less at most sizes. It drives 3-5
+                                     * us after the program left. */
 
 enum { ASYNC_LOOK, ASYNC_DRIVE, ASYNC_DEEP };
 
