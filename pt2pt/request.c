@@ -426,8 +426,14 @@ int ppt_wait_locked(ppt_state_t *s, plait_request_t req, const char *fn)
  * (a tenth of a short non-blocking allreduce's start-and-wait). */
 #define PPT_WAIT_CLOCK_TURNS 4
 
-/* (work: what the caller's pass just before found; the loop's first turn
- * makes none of its own) */
+/* A wait's progress pass, unless the request is done already: what it did. */
+static int wait_pass(ppt_state_t *s, plait_request_t req)
+{
+    return req_done(req) ? 0 : ppt_progress_locked(s);
+}
+
+/* (work: what the caller's pass just before found; the loop makes its next
+ * pass at the end of each turn) */
 static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s,
                             int work)
 {
@@ -437,14 +443,10 @@ static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn,
      * wait's start is its first clock read, a few pauses late), unless the
      * spinning stage yields (a wait on another host: wait_spin_yields) */
     int unclocked = wait_spin_yields(s, req) ? 0 : PPT_WAIT_CLOCK_TURNS - 1, started = 0;
-    int passed = 1;       /* this turn's pass is made */
     uint64_t mark = 0, moved_ns = 0, timeout_ns = (uint64_t)(timeout_s * 1e9);
     int marked = timeout_s > 0 && wait_moving(s, req, &mark);   /* no deadline: no need */
-    for (;;) {
+    for (;; work = wait_pass(s, req)) {
         uint64_t now;
-        if (!passed)
-            work = req_done(req) ? 0 : ppt_progress_locked(s);
-        passed = 0;
         if (req_done(req)) {
             if (backed_off)
                 wait_account(s, req, b.start_ns);
@@ -498,9 +500,7 @@ static int wait_loop_locked(ppt_state_t *s, plait_request_t req, const char *fn,
  * reads and its count of waiters, which the progress thread polls. */
 int ppt_wait_for_locked(ppt_state_t *s, plait_request_t req, const char *fn, double timeout_s)
 {
-    int rc, work = 0;
-    if (!req_done(req))
-        work = ppt_progress_locked(s);
+    int rc, work = wait_pass(s, req);
     if (req_done(req))
         return req_result(req, fn);
     ppt_waiting(s, 1);
