@@ -10,8 +10,11 @@
  * The area (one POSIX shm segment per communicator, made lazily at the first
  * eligible blocking call, which every rank reaches as collectives start in
  * the same order; world's in plait_init): a control line (futex bell,
- * sleeper count), two lines per rank (its read word, step 4 below), then per
- * rank D slots (4..32, see AREA_DEPTH_MAX), slot[s % D] for area call s. A
+ * sleeper count), two lines per rank (its read word, step 4 below), then
+ * per rank two lanes of slots: 32 small ones (AREA_SMALL_DATA bytes) for
+ * one-exchange calls that small, and D big ones (4..32, see AREA_DEPTH_MAX)
+ * for the rest; call s takes slot[s % depth] of its lane (area_lane, the
+ * same choice on every rank that passed the same arguments). A
  * slot is a 32-byte header (seq: the call it holds, 0 before the first;
  * bytes and root of that call, so ranks that passed different counts or
  * roots fail with PLAIT_ERR_ARG) followed by the data, cache-line aligned. Comm rank 0
@@ -25,7 +28,8 @@
  * Call s (area calls only are counted: a non-blocking collective takes
  * an area call only where the area already exists and the call is one
  * exchange, see "Non-blocking calls" below; every rank decides alike):
- *   1. reuse: wait until every rank has finished reading call s - D, as the
+ *   1. reuse: wait until every rank has finished reading call s - depth of
+ *      the lane (whatever lane the calls between took), as the
  *      read level in the header of its newest slots shows (written with
  *      each publish), or its read word (done, in its lines of the control
  *      block) where it keeps one (in batches, see area_reuse);
@@ -34,9 +38,12 @@
  *      the root, or none, by collective), check their headers, read, compute;
  *   4. read level = s (also where the call read nothing, or failed); a rank
  *      that has queued a non-blocking call also release-stores done = s.
- * Invariant: a rank writes slot[s % D] only after every rank has finished
- * reading call s - D, the slot's previous tenant; reads finish in call order,
- * so the read level is one number. Conversely a reader of call s finds the
+ * Invariant: a rank writes slot[s % D] of a lane (D its depth) only after
+ * every rank has finished reading call s - D: the slot's previous tenant is
+ * that call or an earlier one. Reads finish in call order, so the read
+ * level is one number; a wait for an earlier call's slots (step 1) looks in
+ * both lanes, since either holding that call or a later one shows it
+ * published (publishes go in call order). Conversely a reader of call s finds the
  * peer's slot[s % D] still holding s: the peer cannot publish s + D before
  * the reader has read s. (A slot may already hold a later call than one
  * awaited in step 3: hence ">=", in wrap-around arithmetic.) Every rank
@@ -112,6 +119,17 @@
  * messages take 1.7-2.8 us). */
 #define AREA_DEPTH_MIN 4
 #define AREA_DEPTH_MAX 32
+/* The small lane: besides the D slots of PLAIT_COLL_SHM_SMALL bytes, every
+ * rank has AREA_SMALL_DEPTH slots of AREA_SMALL_DATA bytes, packed, which
+ * one-exchange calls of at most that many bytes use (area_lane). With the
+ * default 128 KiB slots D is 4, and a bcast root then runs at most 3 calls
+ * ahead of its readers. 16-core machine, bound, median us (docs/PERFORMANCE.md
+ * session 42), D = 4 x 128 KiB against D = 32 x 256 B slots: 2-rank bcast
+ * 8 B 0.24 / 0.17 (Open MPI 0.16-0.20), 8-rank bcast 8 B 0.39 / 0.23. Deep
+ * slots of 4 KiB cost 512 B calls (8 ranks 0.66 -> 0.78), hence a lane. */
+#define AREA_SMALL_DEPTH 32
+#define AREA_SMALL_DATA  256
+#define AREA_SMALL_STRIDE ((AREA_HDR + AREA_SMALL_DATA + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1))
 #define AREA_RANK_BYTES ((size_t)512 << 10)
 #define AREA_SLOT_MAX  ((size_t)1 << 20)     /* per slot, whatever PLAIT_COLL_SHM_SMALL says */
 #define AREA_ALIVE_NS  100000000ull          /* look for dead peers every 100 ms of waiting */
@@ -177,10 +195,11 @@ typedef struct pcoll_area {
     int      state;            /* AREA_* */
     char    *base;             /* the mapping (AREA_READY) */
     size_t   len;
-    size_t   slots_at;         /* offset of the first slot: the control block's size */
-    size_t   slot;             /* data bytes per slot */
+    size_t   slots_at;         /* offset of the small lane: the control block's size */
+    size_t   big_at;           /* offset of the slots of PLAIT_COLL_SHM_SMALL bytes */
+    size_t   slot;             /* data bytes per slot (of those) */
     size_t   sstride;          /* bytes per slot with header, multiple of AREA_LINE */
-    uint32_t depth;            /* slots per rank, D */
+    uint32_t depth;            /* slots per rank, D (of those) */
     uint32_t seq;              /* area calls so far */
     uint32_t seen;             /* every rank is known to have read up to this call */
     uint32_t read;             /* this rank has read every area call up to this one */
@@ -214,7 +233,10 @@ typedef struct {
     uint32_t      call;        /* comm->coll_calls: so must this */
     int           seq;         /* the number it took in comm->coll_seq (a message under it
                                 * comes from a rank that went another way) */
+    int           lane;        /* AREA_LANE_*: the slots it publishes in (area_lane) */
 } area_call_t;
+
+enum { AREA_LANE_BIG = 0, AREA_LANE_SMALL };
 
 /* One exchange of an area call: what this rank publishes, and whose slots
  * it then waits for (area_plan / area_exchange). */
@@ -232,10 +254,25 @@ typedef struct {
 
 static area_ctl_t *area_ctl(const pcoll_area_t *A) { return (area_ctl_t *)A->base; }
 
-static area_slot_t *area_slot(const pcoll_area_t *A, int rank, uint32_t s)
+static uint32_t area_depth(const pcoll_area_t *A, int lane)
 {
-    size_t i = (size_t)rank * A->depth + (s & (A->depth - 1));
-    return (area_slot_t *)(A->base + A->slots_at + i * A->sstride);
+    return lane == AREA_LANE_SMALL ? AREA_SMALL_DEPTH : A->depth;
+}
+
+/* Rank's slot of call s in a lane: slot[s % D] of that lane. */
+static area_slot_t *area_lane_slot(const pcoll_area_t *A, int lane, int rank, uint32_t s)
+{
+    uint32_t d = area_depth(A, lane);
+    size_t i = (size_t)rank * d + (s & (d - 1));
+    if (lane == AREA_LANE_SMALL)
+        return (area_slot_t *)(A->base + A->slots_at + i * AREA_SMALL_STRIDE);
+    return (area_slot_t *)(A->base + A->big_at + i * A->sstride);
+}
+
+/* Rank's slot of call s, a call that publishes in c's lane. */
+static area_slot_t *area_slot(const area_call_t *c, int rank, uint32_t s)
+{
+    return area_lane_slot(c->A, c->lane, rank, s);
 }
 
 static _Atomic uint32_t *area_done(const pcoll_area_t *A, int rank)
@@ -387,7 +424,7 @@ static void area_create(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A, area
 }
 
 /* The other ranks: map rank 0's segment. */
-static int area_attach(pcoll_area_t *A, const area_card_t *card)
+static int area_attach(pcoll_area_t *A, const area_card_t *card, int n)
 {
     struct stat st;
     int fd;
@@ -395,6 +432,9 @@ static int area_attach(pcoll_area_t *A, const area_card_t *card)
     A->slot = card->slot;
     A->depth = card->depth;
     A->sstride = (AREA_HDR + A->slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
+    if (!A->depth || (A->depth & (A->depth - 1)) ||   /* (the same geometry) */
+        A->len != A->big_at + (size_t)n * A->depth * A->sstride)
+        return 0;
     if ((fd = shm_open(card->name, O_RDWR, 0)) < 0)
         return 0;
     if (fstat(fd, &st) != 0 || (size_t)st.st_size != A->len) {
@@ -424,13 +464,14 @@ static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A,
     /* the bell's line, then a read word per two lines (no two ranks' words
      * in one pair of lines, which the CPU may fetch together) */
     A->slots_at = AREA_LINE * (1 + 2 * (size_t)comm->size);
+    A->big_at = A->slots_at + (size_t)comm->size * AREA_SMALL_DEPTH * AREA_SMALL_STRIDE;
     if (comm->rank == 0) {
         A->slot = (slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
         A->sstride = (AREA_HDR + A->slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
         A->depth = AREA_DEPTH_MIN;
         while (A->depth < AREA_DEPTH_MAX && 2 * A->depth * A->sstride <= AREA_RANK_BYTES)
             A->depth *= 2;
-        A->len = A->slots_at + (size_t)comm->size * A->depth * A->sstride;
+        A->len = A->big_at + (size_t)comm->size * A->depth * A->sstride;
         area_create(s, comm, A, &card);
     }
     rc = area_sched_locked(s, comm, &(pcoll_args_t){.coll = PCOLL_BCAST, .sbuf = &card,
@@ -441,7 +482,7 @@ static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A,
         area_unmap(A);
         return rc;
     }
-    ok = comm->rank == 0 ? card.ok : card.ok && area_attach(A, &card);
+    ok = comm->rank == 0 ? card.ok : card.ok && area_attach(A, &card, comm->size);
     A->direct = pcoll_shm_usable(s, comm);
     if (ok && A->direct && !(A->scratch = malloc(A->slot)))
         ok = 0;
@@ -528,33 +569,65 @@ int pcoll_area_prepare_locked(ppt_state_t *s, plait_comm_t comm, const char *fn)
 
 /* ------------------------------------------------------------- waiting */
 
-/* What a wait waits for: peers' slots holding a call (step 3), or their
- * read words past one (step 1, area_reuse). */
-enum { AREA_ON_SLOTS = 0, AREA_ON_READ };
+/* What a wait waits for: peers' slots holding the waiting call (step 3:
+ * in its lane only), their read words past a call (step 1, area_reuse), or
+ * their slots holding an earlier call (area_reuse: in either lane). */
+enum { AREA_ON_SLOTS = 0, AREA_ON_READ, AREA_ON_PAST };
 
-static inline int area_arrived(const pcoll_area_t *A, int p, uint32_t want)
+/* Rank p has published call want: a slot of want's, in either lane, holds
+ * want or a later call (a rank publishes in call order, so a later one
+ * there says as much; a wait for c's own call finds it in c's lane, looked
+ * at first). That slot, or NULL. */
+static inline area_slot_t *area_holding(const area_call_t *c, int p, uint32_t want)
 {
-    uint32_t v = atomic_load_explicit(&area_slot(A, p, want)->seq, memory_order_acquire);
-    return (int32_t)(v - want) >= 0;
+    for (int i = 0; i < 2; i++) {
+        area_slot_t *sl = area_lane_slot(c->A, c->lane ^ i, p, want);
+        if ((int32_t)(atomic_load_explicit(&sl->seq, memory_order_acquire) - want) >= 0)
+            return sl;
+    }
+    return NULL;
 }
 
-/* Rank p has read call want: its read word says so, or the header of its
- * slot of call want + 1 (what it had read when it published that; a rank
- * that never queued a non-blocking call leaves its word alone). */
-static inline int area_read_past(const pcoll_area_t *A, int p, uint32_t want)
+/* Rank p has read call want: its read word says so, or the header of a
+ * slot it published since (what it had read when it published want + 1 or
+ * later; a rank that never queued a non-blocking call leaves its word
+ * alone). */
+static inline int area_read_past(const area_call_t *c, int p, uint32_t want)
 {
-    uint32_t v = atomic_load_explicit(area_done(A, p), memory_order_acquire);
+    uint32_t v = atomic_load_explicit(area_done(c->A, p), memory_order_acquire);
+    const area_slot_t *sl;
     if ((int32_t)(v - want) >= 0)
         return 1;
-    if (!area_arrived(A, p, want + 1))
+    if (!(sl = area_holding(c, p, want + 1)))
         return 0;
-    v = atomic_load_explicit(&area_slot(A, p, want + 1)->done, memory_order_relaxed);
+    v = atomic_load_explicit(&sl->done, memory_order_relaxed);
     return (int32_t)(v - want) >= 0;
 }
 
-static inline int area_reached(const pcoll_area_t *A, int p, uint32_t want, int on)
+/* Rank p has published call want, c's own, in c's lane. (Only there: a
+ * look at the other lane too, in every poll, cost the 2-rank allreduce of 8
+ * B about 10%, s42e; area_alive finds a rank that took the other lane.) */
+static inline int area_arrived(const area_call_t *c, int p, uint32_t want)
 {
-    return on == AREA_ON_READ ? area_read_past(A, p, want) : area_arrived(A, p, want);
+    uint32_t v = atomic_load_explicit(&area_slot(c, p, want)->seq, memory_order_acquire);
+    return (int32_t)(v - want) >= 0;
+}
+
+static inline int area_reached(const area_call_t *c, int p, uint32_t want, int on)
+{
+    if (on == AREA_ON_SLOTS)
+        return area_arrived(c, p, want);
+    return on == AREA_ON_READ ? area_read_past(c, p, want) : area_holding(c, p, want) != NULL;
+}
+
+/* Rank q published call c's part in the other lane: its count puts it on
+ * the other side of AREA_SMALL_DATA. */
+static int area_lane_error(const area_call_t *c, int q)
+{
+    return prt_err(PLAIT_ERR_ARG, "%s: rank %d's data for this call is not where this rank's "
+                   "count puts it in the shared-memory area (calls of up to %d bytes per rank "
+                   "have slots of their own): ranks passed different counts", c->fn, q,
+                   AREA_SMALL_DATA);
 }
 
 /* First rank from k on (only that one if only >= 0) that has not reached
@@ -563,8 +636,8 @@ static inline int area_missing(const area_call_t *c, uint32_t want, int only, in
 {
     int n = c->comm->size;
     if (only >= 0)
-        return area_reached(c->A, only, want, on) ? n : only;
-    while (k < n && (k == c->comm->rank || area_reached(c->A, k, want, on)))
+        return area_reached(c, only, want, on) ? n : only;
+    while (k < n && (k == c->comm->rank || area_reached(c, k, want, on)))
         k++;
     return k;
 }
@@ -577,7 +650,7 @@ static void area_who(const area_call_t *c, uint32_t want, int only, int k, int o
     int listed = 0;
     who[0] = '\0';
     for (int p = k; p < c->comm->size && len + 16 < cap; p = only >= 0 ? c->comm->size : p + 1) {
-        if (p == c->comm->rank || area_reached(c->A, p, want, on))
+        if (p == c->comm->rank || area_reached(c, p, want, on))
             continue;
         len += (size_t)snprintf(who + len, cap - len, "%s%d", listed++ ? ", " : "", p);
     }
@@ -613,11 +686,13 @@ static int area_alive(const area_call_t *c, uint32_t want, int only, int k, int 
     if ((rc = ppt_coll_noticed(c->comm, c->call)) == PLAIT_OK)     /* a peer failed this call, */
         rc = ppt_coll_diverged(c->comm, c->seq, 1);                 /* or runs it over messages */
     for (int p = k; rc == PLAIT_OK && p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1) {
-        if (p == c->comm->rank || area_reached(c->A, p, want, on))
+        if (p == c->comm->rank || area_reached(c, p, want, on))
             continue;
-        if (probe && on == AREA_ON_SLOTS)
+        if (on == AREA_ON_SLOTS && area_holding(c, p, want))
+            return area_lane_error(c, p);
+        if (probe && on != AREA_ON_READ)
             ppt_coll_probe_locked(c->s, c->comm, p, c->call, 0);
-        if (on == AREA_ON_SLOTS && (rc = ppt_coll_passed(c->comm, p, c->call, 0)) != PLAIT_OK)
+        if (on != AREA_ON_READ && (rc = ppt_coll_passed(c->comm, p, c->call, 0)) != PLAIT_OK)
             break;
         if (ppt_peer_alive(c->s, c->comm->world_of[p]) != PLAIT_OK) {
             snprintf(cause, sizeof cause, "%s", prt_err_text());
@@ -714,18 +789,18 @@ static inline int area_wait(const area_call_t *c, uint32_t want, int only, int o
  * only by a rank that has queued a non-blocking call, on a line of its own:
  * a look at it costs a cache miss; a header's value is old when p published
  * long ago and read on). */
-static uint32_t area_read_seen(const pcoll_area_t *A, int p, uint32_t s, uint32_t need)
+static uint32_t area_read_seen(const area_call_t *c, int p, uint32_t s, uint32_t need)
 {
-    uint32_t at[3] = {s - 1, s - A->depth / 2, need + 1};
+    uint32_t at[3] = {s - 1, s - area_depth(c->A, c->lane) / 2, need + 1};
+    const area_slot_t *sl;
     for (int i = 0; i < 3; i++)
-        if (area_arrived(A, p, at[i])) {
-            uint32_t v = atomic_load_explicit(&area_slot(A, p, at[i])->done,
-                                              memory_order_relaxed);
+        if ((sl = area_holding(c, p, at[i]))) {
+            uint32_t v = atomic_load_explicit(&sl->done, memory_order_relaxed);
             if ((int32_t)(v - need) >= 0)
                 return v;
             break;   /* (an older slot's is older still) */
         }
-    return atomic_load_explicit(area_done(A, p), memory_order_acquire);
+    return atomic_load_explicit(area_done(c->A, p), memory_order_acquire);
 }
 
 /* Step 1 of the header comment without waiting: 1 when every rank has read
@@ -736,11 +811,11 @@ static uint32_t area_read_seen(const pcoll_area_t *A, int p, uint32_t s, uint32_
 static inline int area_reuse_ready(const area_call_t *c, uint32_t s)
 {
     pcoll_area_t *A = c->A;
-    uint32_t need = s - A->depth, low = A->read;
+    uint32_t need = s - area_depth(A, c->lane), low = A->read;
     if ((int32_t)(A->seen - need) >= 0)
         return 1;
     for (int p = 0; p < c->comm->size && (int32_t)(low - need) >= 0; p++) {
-        uint32_t v = p == c->comm->rank ? low : area_read_seen(A, p, s, need);
+        uint32_t v = p == c->comm->rank ? low : area_read_seen(c, p, s, need);
         if ((int32_t)(v - low) < 0)
             low = v;
     }
@@ -764,11 +839,11 @@ static inline int area_reuse_ready(const area_call_t *c, uint32_t s)
  * bcast of 8 B went from 0.34 to 0.47 us.) */
 static inline int area_reuse(const area_call_t *c, uint32_t s)
 {
-    uint32_t half = s - c->A->depth / 2;
+    uint32_t half = s - area_depth(c->A, c->lane) / 2;
     int rc;
     if (area_reuse_ready(c, s))
         return PLAIT_OK;
-    if ((rc = area_wait(c, half, AREA_WAIT_ALL, AREA_ON_SLOTS)) != PLAIT_OK)
+    if ((rc = area_wait(c, half, AREA_WAIT_ALL, AREA_ON_PAST)) != PLAIT_OK)
         return rc;
     if (area_reuse_ready(c, s))
         return PLAIT_OK;
@@ -783,7 +858,7 @@ static inline int area_reuse(const area_call_t *c, uint32_t s)
 static inline void area_publish(const area_call_t *c, const pcoll_args_t *a, uint32_t s,
                                 const area_plan_t *p)
 {
-    area_slot_t *mine = area_slot(c->A, c->comm->rank, s);
+    area_slot_t *mine = area_slot(c, c->comm->rank, s);
     mine->bytes = p->bytes;
     mine->root = p->root;
     mine->sig = c->sig;
@@ -824,8 +899,11 @@ static inline int area_check(const area_call_t *c, uint32_t s, const area_plan_t
     uint32_t low = c->A->read;
     for (int q = from >= 0 ? from : 0; from != AREA_WAIT_NONE && q < n;
          q = from >= 0 ? n : q + 1) {
-        const area_slot_t *sl = area_slot(c->A, q, s);
+        const area_slot_t *sl = area_slot(c, q, s);
         uint32_t rd = atomic_load_explicit(&sl->done, memory_order_relaxed);
+        if (atomic_load_explicit(&sl->seq, memory_order_relaxed) != s)
+            return area_lane_error(c, q);   /* (a later call in that slot let the wait
+                                             * pass; see area_arrived) */
         low = (int32_t)(rd - low) < 0 && q != c->comm->rank ? rd : low;
         /* Area calls are numbered by the area alone; a rank that made a
          * collective call without it (a count of 0: nothing to publish)
@@ -885,10 +963,10 @@ static void area_reduce_n(const area_call_t *c, const pcoll_args_t *a, uint32_t 
     plait_op_t op = pcoll_red_op(a->dt, a->op);
     if (cnt == 0)
         return;
-    pcoll_reduce(dst, area_data(area_slot(c->A, 0, s)) + off,
-                 area_data(area_slot(c->A, 1, s)) + off, cnt, a->dt, op);
+    pcoll_reduce(dst, area_data(area_slot(c, 0, s)) + off,
+                 area_data(area_slot(c, 1, s)) + off, cnt, a->dt, op);
     for (int p = 2; p < n; p++)
-        pcoll_reduce(dst, dst, area_data(area_slot(c->A, p, s)) + off, cnt, a->dt, op);
+        pcoll_reduce(dst, dst, area_data(area_slot(c, p, s)) + off, cnt, a->dt, op);
     if (pcoll_divides(a->dt, a->op))
         pcoll_scale(dst, cnt, a->dt, n);
 }
@@ -910,7 +988,7 @@ static void area_copy_pieces(const area_call_t *c, const pcoll_args_t *a, uint32
     for (int p = 0; p < n; p++) {
         size_t off = pcoll_blk_off(a->count, n, p), cnt = pcoll_blk_cnt(a->count, n, p);
         if (p != skip && cnt > lo)
-            memcpy(R + (off + lo) * es, area_data(area_slot(c->A, p, s)),
+            memcpy(R + (off + lo) * es, area_data(area_slot(c, p, s)),
                    (cnt - lo < pe ? cnt - lo : pe) * es);
     }
 }
@@ -963,7 +1041,7 @@ static void area_slice_reduce(const area_call_t *c, const pcoll_args_t *a, uint3
         *p = (area_plan_t){R + off, cnt * es, b, 0, AREA_WAIT_ALL, 0};
         return;
     }
-    area_reduce_n(c, a, s, r == a->root ? R + off : area_data(area_slot(c->A, r, s + 1)), off,
+    area_reduce_n(c, a, s, r == a->root ? R + off : area_data(area_slot(c, r, s + 1)), off,
                   cnt);
     *p = (area_plan_t){NULL, 0, b, a->root, r == a->root ? AREA_WAIT_ALL : AREA_WAIT_NONE, 0};
 }
@@ -1003,7 +1081,7 @@ static int area_piece_reduce(const area_call_t *c, const pcoll_args_t *a, const 
 {
     int n = c->comm->size, r = c->comm->rank, rc;
     size_t es = a->es, cnt = pcoll_blk_cnt(a->count, n, r), m, at;
-    char *dst = area_data(area_slot(c->A, r, sj));
+    char *dst = area_data(area_slot(c, r, sj));
     if (cnt <= lo)
         return PLAIT_OK;
     m = cnt - lo < pe ? cnt - lo : pe;
@@ -1046,7 +1124,7 @@ static int area_allreduce_pieces(const area_call_t *c, const pcoll_args_t *a, ui
         PLAIT_OK)
         return rc;
     for (int p = 0; p < n; p++)
-        memcpy(&in[p], area_data(area_slot(A, p, s)), sizeof in[p]);
+        memcpy(&in[p], area_data(area_slot(c, p, s)), sizeof in[p]);
     for (size_t j = 0; j < npieces; j++) {
         uint32_t sj = ++A->seq;
         if ((rc = area_reuse(c, sj)) != PLAIT_OK ||
@@ -1074,6 +1152,15 @@ static inline int area_one_exchange(const pcoll_area_t *A, int n, const pcoll_ar
     if (a->coll == PCOLL_ALLREDUCE)
         return b <= A->slot && !area_two_phase(n, b, AREA_AR_ONE_PHASE);
     return a->coll != PCOLL_REDUCE_C || !area_two_phase(n, b, AREA_RE_ONE_PHASE);
+}
+
+/* The lane of a call: the small one for a one-exchange call of at most
+ * AREA_SMALL_DATA bytes per rank (area_bytes, the same on every rank that
+ * passed the same arguments). */
+static int area_lane(const pcoll_area_t *A, int n, const pcoll_args_t *a)
+{
+    return area_bytes(a, n) <= AREA_SMALL_DATA && area_one_exchange(A, n, a) ? AREA_LANE_SMALL
+                                                                             : AREA_LANE_BIG;
 }
 
 /* What this rank publishes in a one-exchange call and whose slots it reads:
@@ -1132,18 +1219,18 @@ static inline void area_finish(const area_call_t *c, const pcoll_args_t *a, uint
     switch (a->coll) {
     case PCOLL_BCAST:
         if (r != root)
-            memcpy(R, area_data(area_slot(c->A, root, s)), b);
+            memcpy(R, area_data(area_slot(c, root, s)), b);
         break;
     case PCOLL_SCATTER:
         if (r != root)
-            memcpy(R, area_data(area_slot(c->A, root, s)) + (size_t)r * b, b);
+            memcpy(R, area_data(area_slot(c, root, s)) + (size_t)r * b, b);
         else if (S != R)
             memcpy(R, S + (size_t)r * b, b);
         break;
     case PCOLL_GATHER:
         for (int p = 0; r == root && p < n; p++)
             if (p != r)
-                memcpy(R + (size_t)p * b, area_data(area_slot(c->A, p, s)), b);
+                memcpy(R + (size_t)p * b, area_data(area_slot(c, p, s)), b);
         if (r == root && S != R)
             memcpy(R + (size_t)r * b, S, b);
         break;
@@ -1160,11 +1247,11 @@ static inline void area_finish(const area_call_t *c, const pcoll_args_t *a, uint
     case PCOLL_ALLGATHER:
         for (int p = 0; p < n; p++)
             if (p != r || S != R)
-                memcpy(R + (size_t)p * b, area_data(area_slot(c->A, p, s)), b);
+                memcpy(R + (size_t)p * b, area_data(area_slot(c, p, s)), b);
         break;
     case PCOLL_ALLTOALL:
         for (int p = 0; p < n; p++)
-            memcpy(R + (size_t)p * b, area_data(area_slot(c->A, p, s)) + (size_t)r * b, b);
+            memcpy(R + (size_t)p * b, area_data(area_slot(c, p, s)) + (size_t)r * b, b);
         break;
     default:                /* PCOLL_BARRIER */
         break;
@@ -1191,7 +1278,8 @@ int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
                           const char *fn)
 {
     area_call_t c = {s, comm, comm->area, fn, pcoll_call_sig(a), comm->coll_calls,
-                     (int)(comm->coll_seq - 1)};   /* (taken by the caller) */
+                     (int)(comm->coll_seq - 1),   /* (taken by the caller) */
+                     area_lane(comm->area, comm->size, a)};
     int rc;
     if (a->coll == PCOLL_ALLTOALLV || a->coll >= PCOLL_NCOLL)
         return prt_err(PLAIT_ERR_INTERNAL, "%s: no shared-memory area variant", fn);
@@ -1353,7 +1441,7 @@ static void area_op_waits(const area_op_t *h, uint32_t *want, int *only, int *on
     *on = area_op_stage(h, want, &from) ? AREA_ON_SLOTS : AREA_ON_READ;
     *only = *on == AREA_ON_SLOTS ? from : AREA_WAIT_ALL;
     if (*on == AREA_ON_READ)
-        *want -= h->c.A->depth;
+        *want -= area_depth(h->c.A, h->c.lane);
 }
 
 /* A blocking area call finishes the queued ones first, waiting as its own
@@ -1498,7 +1586,8 @@ int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
         return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for its request", fn);
     }
     op->c = (area_call_t){s, comm, A, fn, pcoll_call_sig(a), comm->coll_calls,
-                          (int)(comm->coll_seq - 1)};   /* (taken by the caller) */
+                          (int)(comm->coll_seq - 1),   /* (taken by the caller) */
+                          area_lane(A, comm->size, a)};
     op->a = *a;
     op->s = seq;
     op->steps = steps;

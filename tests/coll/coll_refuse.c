@@ -33,7 +33,10 @@
  * where they allreduce, and twice their count of a 64K allreduce (with
  * automatic selection the ranks may pick different algorithms), the
  * non-blocking form (ibarrier, iallreduce of 16) where they call the
- * blocking one (never matched, as in MPI; the area against messages). The rank
+ * blocking one (never matched, as in MPI; the area against messages), and
+ * counts of 48 and 96 int32 to allreduce and bcast after a barrier (192 and
+ * 384 bytes: the shared-memory area keeps calls of up to 256 bytes in slots
+ * of their own, so the ranks publish in different places). The rank
  * that sees a message of another kind under the call's number, or the
  * area's or direct reads' own checks, fails and tells the others: every
  * rank must return PLAIT_ERR_ARG (or PLAIT_OK), none may wait for ever.
@@ -192,7 +195,8 @@ static void diverge_case(int k)
 {
     static const char *names[] = {"MAX against SUM, 16", "MAX against SUM, 65536",
                                   "bcast against allreduce", "allreduce of twice the count",
-                                  "ibarrier against barrier", "iallreduce against allreduce, 16"};
+                                  "ibarrier against barrier", "iallreduce against allreduce, 16",
+                                  "allreduce of 96 against 48", "bcast of 96 against 48"};
     plait_request_t q = NULL;
     int last = np - 1, bad = me == last, rc;
     size_t cap = (size_t)BIG * 2 * (size_t)np;
@@ -202,13 +206,18 @@ static void diverge_case(int k)
     c = case_comm(names[k], in && out);
     memset(out, 0xA5, cap * sizeof(int));
     t0 = plait_wtime();
-    if (k >= 4 && bad) {   /* the non-blocking form where the others call the blocking one */
+    if ((k == 4 || k == 5) && bad) {   /* the non-blocking form where the others call the blocking one */
         rc = k == 4 ? plait_ibarrier(c, &q)
                     : plait_iallreduce(in, out, SMALL, PLAIT_INT32, PLAIT_SUM, c, &q);
         if (rc == PLAIT_OK)
             rc = plait_wait(&q, NULL);
     } else if (k == 4) {
         rc = plait_barrier(c);
+    } else if (k >= 6) {   /* (after a barrier, which sets the area up) */
+        size_t cnt = bad ? 96 : 48;
+        if ((rc = plait_barrier(c)) == PLAIT_OK)
+            rc = k == 6 ? plait_allreduce(in, out, cnt, PLAIT_INT32, PLAIT_SUM, c)
+                        : plait_bcast(me == 0 ? in : out, cnt, PLAIT_INT32, 0, c);
     } else {
         rc = k < 2 ? plait_allreduce(in, out, k ? BIG : SMALL, PLAIT_INT32,
                                      bad ? PLAIT_MAX : PLAIT_SUM, c)
@@ -361,7 +370,7 @@ int main(int argc, char **argv)
     }
     for (int k = 0; silent && k < 4; k++)
         silent_case(k);
-    for (int k = 0; diverge && k < 6; k++)
+    for (int k = 0; diverge && k < 8; k++)
         diverge_case(k);
     for (int how = 0; diverge && how < 3; how++)
         nb_diverge_case(how);
