@@ -3,7 +3,9 @@
  * readers: 20000 small blocking bcasts and scatters (the shared-memory area
  * of coll/shm_small.c lets a root get up to its slot depth ahead), roots
  * changing every 100 calls, readers pausing at random so the window fills
- * and drains. Every value received is checked; the error count is summed
+ * and drains. The bcasts' counts (4-484 bytes) fall on both sides of the
+ * area's small lane (256 bytes), so the two lanes' slots fill and free in
+ * one call order. Every value received is checked; the error count is summed
  * every 1000 calls. Written against plait.h only; run by t-coll.sh.
  * Exits 1 on the first failed call or wrong value.
  */
@@ -14,7 +16,7 @@
 #include "plait.h"
 
 #define CALLS 20000
-#define MAXC  64
+#define MAXC  128
 
 /* Value element k of call i carries (the root's data). */
 static int val(int i, int k) { return i * 31 + k; }
@@ -24,7 +26,7 @@ static int val(int i, int k) { return i * 31 + k; }
 static int one_call(plait_comm_t w, int r, int i, int root)
 {
     int v[MAXC], bad = 0, rc;
-    size_t cnt = 1 + (size_t)(i % 7) * 9;
+    size_t cnt = 1 + (size_t)(i % 7) * 20;
     for (int k = 0; k < MAXC; k++)
         v[k] = r == root ? val(i, k) : -1;
     if (i % 3 == 2) {
