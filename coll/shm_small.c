@@ -620,6 +620,15 @@ static inline int area_reached(const area_call_t *c, int p, uint32_t want, int o
     return on == AREA_ON_READ ? area_read_past(c, p, want) : area_holding(c, p, want) != NULL;
 }
 
+/* Rank p published call want (c's own) in the other lane. Only that call
+ * there counts, not a later one: a rank whose call failed publishes
+ * nothing of it and goes on (its notice tells the others). */
+static inline int area_other_lane(const area_call_t *c, int p, uint32_t want)
+{
+    const area_slot_t *sl = area_lane_slot(c->A, c->lane ^ 1, p, want);
+    return atomic_load_explicit(&sl->seq, memory_order_acquire) == want;
+}
+
 /* Rank q published call c's part in the other lane: its count puts it on
  * the other side of AREA_SMALL_DATA. */
 static int area_lane_error(const area_call_t *c, int q)
@@ -688,7 +697,7 @@ static int area_alive(const area_call_t *c, uint32_t want, int only, int k, int 
     for (int p = k; rc == PLAIT_OK && p < c->comm->size; p = only >= 0 ? c->comm->size : p + 1) {
         if (p == c->comm->rank || area_reached(c, p, want, on))
             continue;
-        if (on == AREA_ON_SLOTS && area_holding(c, p, want))
+        if (on == AREA_ON_SLOTS && area_other_lane(c, p, want))
             return area_lane_error(c, p);
         if (probe && on != AREA_ON_READ)
             ppt_coll_probe_locked(c->s, c->comm, p, c->call, 0);
