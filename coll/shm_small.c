@@ -780,10 +780,14 @@ static int area_wait_loop(const area_call_t *c, uint32_t want, int only, int on,
     }
 }
 
-/* A wait the first look ends counts no waiter (two atomic adds a call
- * where a bcast root runs ahead, as pt2pt's ppt_wait_for_locked); the loop
- * then begins with its clock read, not a second look at once (polling the
- * publisher's line back to back slows its stores, session 41). */
+/* A wait the first look ends counts no waiter, as pt2pt's
+ * ppt_wait_for_locked: the count's locked add waits for this rank's just
+ * published stores to drain, which a reader whose data is there already
+ * need not (8-rank reduce of 512 B 1.2 -> 0.8-0.9 us, docs/PERFORMANCE.md
+ * session 42; the 4-rank allreduce, whose first look seldom finds its data,
+ * lost 2-11%). The loop then begins with its clock read, not a second look
+ * at once (polling the publisher's line back to back slows its stores,
+ * session 41). */
 static inline int area_wait(const area_call_t *c, uint32_t want, int only, int on)
 {
     int rc, k = area_missing(c, want, only, 0, on);
