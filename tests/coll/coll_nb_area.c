@@ -35,7 +35,10 @@
  *           the last rank passes count 0 to an iallreduce of 16 elsewhere:
  *           the others must fail with PLAIT_ERR_ARG (their stall probes);
  *           from 3 ranks a two-phase iallreduce of MAX against MIN fails
- *           on every rank and the next call works (slices_diverge). No
+ *           on every rank and the next call works (slices_diverge); and
+ *           the last rank passes 96 int32 where the others pass 48 to an
+ *           iallreduce (the two sides of the area's small lane): all must
+ *           fail (lanes_diverge). No
  *           rank may get another error or hang (run with PLAIT_TIMEOUT=0).
  * Env: PLAIT_TEST_SEED. Prints "coll_nb_area MODE: ... ok" on rank 0;
  * exits 1 on the first failure.
@@ -397,6 +400,27 @@ static void slices_diverge(void)
         FAIL("iallreduce after the failed one: %d, expected %d", (int)sum, np * (np - 1) / 2);
 }
 
+/* The last rank passes 96 int32 where the others pass 48 (384 against 192
+ * bytes: the area's small lane takes only the others' calls): each rank
+ * waits in its own lane for a part published in the other, and every rank
+ * must fail with PLAIT_ERR_ARG, none wait for ever. */
+static void lanes_diverge(void)
+{
+    plait_comm_t d;
+    plait_request_t q;
+    int in[96] = {0}, out[96], rc, last = np - 1;
+    CK(plait_comm_dup(plait_comm_world(), &d));
+    CK(plait_barrier(d));
+    rc = plait_iallreduce(in, out, me == last ? 96 : 48, PLAIT_INT32, PLAIT_SUM, d, &q);
+    if (rc == PLAIT_OK)
+        rc = plait_wait(&q, NULL);
+    fprintf(stderr, "rank %d: iallreduce of 96 against 48 -> %s %s\n", me, plait_strerror(rc),
+            rc ? plait_last_error() : "");
+    if (rc != PLAIT_ERR_ARG || q)
+        FAIL("iallreduce of 96 against 48: got %s", plait_strerror(rc));
+    CK(plait_comm_free(&d));
+}
+
 static void diverge(void)
 {
     plait_comm_t w = plait_comm_world();
@@ -420,6 +444,7 @@ static void diverge(void)
         q)   /* (two ranks: both are roots in their own view, neither reads) */
         FAIL("ibcast roots differ: got %s", plait_strerror(rc));
     silent();
+    lanes_diverge();
     if (np >= 3)
         slices_diverge();
 }
