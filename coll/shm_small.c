@@ -129,7 +129,7 @@
  * slots of 4 KiB cost 512 B calls (8 ranks 0.66 -> 0.78), hence a lane. */
 #define AREA_SMALL_DEPTH 32
 #define AREA_SMALL_DATA  256
-#define AREA_SMALL_STRIDE ((AREA_HDR + AREA_SMALL_DATA + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1))
+#define AREA_SMALL_STRIDE AREA_STRIDE(AREA_SMALL_DATA)
 #define AREA_RANK_BYTES ((size_t)512 << 10)
 #define AREA_SLOT_MAX  ((size_t)1 << 20)     /* per slot, whatever PLAIT_COLL_SHM_SMALL says */
 #define AREA_ALIVE_NS  100000000ull          /* look for dead peers every 100 ms of waiting */
@@ -177,6 +177,8 @@ typedef struct {
     uint32_t         rsv;
 } area_slot_t;                 /* data follows, at AREA_HDR */
 #define AREA_HDR sizeof(area_slot_t)
+/* Bytes of a slot of data bytes with its header, a multiple of AREA_LINE. */
+#define AREA_STRIDE(data) ((AREA_HDR + (data) + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1))
 _Static_assert(sizeof(area_slot_t) == 32, "area slot header");
 
 typedef struct {
@@ -431,7 +433,7 @@ static int area_attach(pcoll_area_t *A, const area_card_t *card, int n)
     A->len = card->len;
     A->slot = card->slot;
     A->depth = card->depth;
-    A->sstride = (AREA_HDR + A->slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
+    A->sstride = AREA_STRIDE(A->slot);
     if (!A->depth || (A->depth & (A->depth - 1)) ||   /* (the same geometry) */
         A->len != A->big_at + (size_t)n * A->depth * A->sstride)
         return 0;
@@ -467,7 +469,7 @@ static int area_setup_locked(ppt_state_t *s, plait_comm_t comm, pcoll_area_t *A,
     A->big_at = A->slots_at + (size_t)comm->size * AREA_SMALL_DEPTH * AREA_SMALL_STRIDE;
     if (comm->rank == 0) {
         A->slot = (slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
-        A->sstride = (AREA_HDR + A->slot + AREA_LINE - 1) & ~(size_t)(AREA_LINE - 1);
+        A->sstride = AREA_STRIDE(A->slot);
         A->depth = AREA_DEPTH_MIN;
         while (A->depth < AREA_DEPTH_MAX && 2 * A->depth * A->sstride <= AREA_RANK_BYTES)
             A->depth *= 2;
