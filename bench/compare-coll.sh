@@ -15,6 +15,9 @@
 #   -n "2 4"   rank counts (default "2 4"; above the core count both run unbound)
 #   -C LIST    collectives (default "allreduce allgather reduce_scatter alltoall bcast")
 #   -r REPS    repetitions of every run (default 3)
+#   -i "N W N W"  timed and warm-up iterations below 64 KiB, then from 64 KiB
+#              (default "2000 200 20 5": a few hundred calls of a microsecond
+#              read 0.7-0.9 of Open MPI where 4000 read 0.95-1.3, session 43)
 #   -b SIZE    smallest size (default 8), -e SIZE largest (default 64M)
 #   -d TYPE    datatype (default float), -o OP reduction (default sum)
 #   -I         also time in-place calls (tables still show out-of-place)
@@ -36,6 +39,7 @@ set -u
 nps="2 4"
 colls="allreduce allgather reduce_scatter alltoall bcast"
 reps=3
+iters="2000 200 20 5"
 minb=8
 maxb=64M
 dtype=float
@@ -46,11 +50,12 @@ cross=0
 layouts=""
 pxs=()
 usage() { sed -n '2,/^# Prints/s/^# \{0,1\}//p' "$0"; }
-while getopts "n:C:r:b:e:d:o:Ik:cH:x:h" opt; do
+while getopts "n:C:r:i:b:e:d:o:Ik:cH:x:h" opt; do
     case $opt in
     n) nps=$OPTARG ;;
     C) colls=$OPTARG ;;
     r) reps=$OPTARG ;;
+    i) iters=$OPTARG ;;
     b) minb=$OPTARG ;;
     e) maxb=$OPTARG ;;
     d) dtype=$OPTARG ;;
@@ -68,6 +73,11 @@ shift $((OPTIND - 1))
 B=$(cd "${1:-${PLAIT_BUILDDIR:-.}}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 case $reps in ''|*[!0-9]*|0) echo "compare-coll.sh: -r needs a number >= 1" >&2; exit 2 ;; esac
+read -r it_s wu_s it_l wu_l extra <<<"$iters"
+for v in "$it_s" "$wu_s" "$it_l" "$wu_l"; do
+    case $v in ''|*[!0-9]*) echo "compare-coll.sh: -i needs four numbers (\"N W N W\"), got \"$iters\"" >&2; exit 2 ;; esac
+done
+[ -z "$extra" ] || { echo "compare-coll.sh: -i takes four numbers, got \"$iters\"" >&2; exit 2; }
 
 PLAITRUN=$B/launcher/plaitrun
 BENCH=$B/tools/plait-bench
@@ -110,10 +120,11 @@ fi
 cores=$(nproc)
 ARGS=(-b "$minb" -e "$maxb" -d "$dtype" -o "$op" -I "$inplace")
 
-# Iterations: nccl-tests' defaults (20 timed, 5 warm-up) are too few for
-# microsecond calls on a shared machine; small sizes run more, in their own job.
-SMALL=(-n 200 -w 20)
-LARGE=(-n 20 -w 5)
+# Iterations (-i): nccl-tests' defaults (20 timed, 5 warm-up) are too few
+# for microsecond calls on a shared machine; small sizes run more, in their
+# own job.
+SMALL=(-n "$it_s" -w "$wu_s")
+LARGE=(-n "$it_l" -w "$wu_l")
 SPLIT=65536
 
 # hostlist LAYOUT: "2x2" -> "h1:2,h2:2"
