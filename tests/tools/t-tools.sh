@@ -1,8 +1,9 @@
 #!/bin/bash
 # t-tools.sh -- behaviour of the user tools: plait_info (settings table, errors
 # naming a malformed variable, output formats, topology) and plait-bench
-# (option errors, pt2pt under plaitrun with data verification), plus the MPI
-# twin of the pt2pt benchmark when it was built.
+# (option errors, pt2pt under plaitrun with data verification), the MPI twin
+# of the pt2pt benchmark when it was built, and bench/compare-coll.sh (its
+# option errors, and a small table of plait beside Open MPI).
 #
 # Env: PLAIT_BUILDDIR (top build dir), PLAIT_SRCDIR (top source dir).
 # Prints TAP-style lines; exits 1 if any case failed.
@@ -406,6 +407,27 @@ if [ -x "$PLAITRUN" ] && command -v python3 >/dev/null; then
         eval 'PLAIT_TRACE=/nonexistent/dir run_rc 1 "$INFO" -s && grep -q "PLAIT_TRACE" "$T/err"'
 else
     skip "PLAIT_TRACE timelines" "launcher/plaitrun not built or no python3"
+fi
+
+# ------------------------------------------- the side-by-side collective table
+
+CMP=$S/bench/compare-coll.sh
+check "compare-coll.sh -i with three numbers: usage error (exit 2) naming -i" \
+    eval 'run_rc 2 "$CMP" -i "20 2 2" "$B" && grep -q -- "-i needs four numbers" "$T/err"'
+check "compare-coll.sh -i with a non-number: usage error (exit 2)" \
+    eval 'run_rc 2 "$CMP" -i "20 x 2 1" "$B" && grep -q -- "-i needs four numbers" "$T/err"'
+if [ -x "$B/bench/nccltests_mpi" ] && [ -x "$PLAITRUN" ] && command -v mpirun >/dev/null; then
+    # a real table of 8-64 B, 2 ranks, with the iterations -i asked for
+    run_rc 0 "$CMP" -n 2 -C allreduce -r 1 -b 8 -e 64 -i "20 2 2 1" "$B"
+    if [ $? -eq 0 ] && grep -q '^### allreduce, 2 ranks' "$T/out" &&
+       grep -q '^- iterations: -n 20 -w 2 below' "$T/out" &&
+       [ "$(grep -c '^| [0-9]* B |' "$T/out")" -eq 4 ]; then
+        ok "compare-coll.sh: plait and Open MPI side by side, the iterations -i set"
+    else
+        not_ok "compare-coll.sh: plait and Open MPI side by side, the iterations -i set" "$T/out" "$T/err"
+    fi
+else
+    skip "compare-coll.sh table" "bench/nccltests_mpi, plaitrun or mpirun missing"
 fi
 
 # ------------------------------------------------- the MPI twin of the benchmark
