@@ -15,9 +15,11 @@
 #   -n "2 4"   rank counts (default "2 4"; above the core count both run unbound)
 #   -C LIST    collectives (default "allreduce allgather reduce_scatter alltoall bcast")
 #   -r REPS    repetitions of every run (default 3)
-#   -i "N W N W"  timed and warm-up iterations below 64 KiB, then from 64 KiB
-#              (default "2000 200 20 5": a few hundred calls of a microsecond
-#              read 0.7-0.9 of Open MPI where 4000 read 0.95-1.3, session 43)
+#   -i "N W N W N W"  timed and warm-up iterations below 64 KiB, from 64 KiB
+#              to 1 MiB, and from 2 MiB (default "2000 200 100 10 20 5": 200
+#              calls of a microsecond read 0.7-0.9 of Open MPI where 4000 read
+#              0.95-1.3, and 20 of the 4-rank allreduce of 1 MiB 1.16 where 100
+#              read 1.44, session 43)
 #   -b SIZE    smallest size (default 8), -e SIZE largest (default 64M)
 #   -d TYPE    datatype (default float), -o OP reduction (default sum)
 #   -I         also time in-place calls (tables still show out-of-place)
@@ -39,7 +41,7 @@ set -u
 nps="2 4"
 colls="allreduce allgather reduce_scatter alltoall bcast"
 reps=3
-iters="2000 200 20 5"
+iters="2000 200 100 10 20 5"
 minb=8
 maxb=64M
 dtype=float
@@ -73,11 +75,11 @@ shift $((OPTIND - 1))
 B=$(cd "${1:-${PLAIT_BUILDDIR:-.}}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 case $reps in ''|*[!0-9]*|0) echo "compare-coll.sh: -r needs a number >= 1" >&2; exit 2 ;; esac
-read -r it_s wu_s it_l wu_l extra <<<"$iters"
-for v in "$it_s" "$wu_s" "$it_l" "$wu_l"; do
-    case $v in ''|*[!0-9]*) echo "compare-coll.sh: -i needs four numbers (\"N W N W\"), got \"$iters\"" >&2; exit 2 ;; esac
+read -r it_s wu_s it_m wu_m it_l wu_l extra <<<"$iters"
+for v in "$it_s" "$wu_s" "$it_m" "$wu_m" "$it_l" "$wu_l"; do
+    case $v in ''|*[!0-9]*) echo "compare-coll.sh: -i needs six numbers (\"N W N W N W\"), got \"$iters\"" >&2; exit 2 ;; esac
 done
-[ -z "$extra" ] || { echo "compare-coll.sh: -i takes four numbers, got \"$iters\"" >&2; exit 2; }
+[ -z "$extra" ] || { echo "compare-coll.sh: -i takes six numbers, got \"$iters\"" >&2; exit 2; }
 
 PLAITRUN=$B/launcher/plaitrun
 BENCH=$B/tools/plait-bench
@@ -120,12 +122,13 @@ fi
 cores=$(nproc)
 ARGS=(-b "$minb" -e "$maxb" -d "$dtype" -o "$op" -I "$inplace")
 
-# Iterations (-i): nccl-tests' defaults (20 timed, 5 warm-up) are too few
-# for microsecond calls on a shared machine; small sizes run more, in their
-# own job.
-SMALL=(-n "$it_s" -w "$wu_s")
-LARGE=(-n "$it_l" -w "$wu_l")
-SPLIT=65536
+# Iterations (-i), by size band, each band a job of its own: nccl-tests'
+# defaults (20 timed, 5 warm-up) are too few for calls of microseconds on a
+# shared machine, and for those of a few hundred.
+BANDS=(small medium large)
+declare -A ITER=([small]="-n $it_s -w $wu_s" [medium]="-n $it_m -w $wu_m" [large]="-n $it_l -w $wu_l")
+declare -A LO=([small]=0 [medium]=65536 [large]=2097152)
+declare -A HI=([small]=32768 [medium]=1048576 [large]=0)   # 0: no bound
 
 # hostlist LAYOUT: "2x2" -> "h1:2,h2:2"
 hostlist() {
@@ -158,25 +161,26 @@ cmd() {
     fi
 }
 
-# one LIB NP COLL REP: both size ranges; appends "size busbw" rows to $raw/LIB.NP.COLL
+# one LIB NP COLL REP: every size band of the range; appends "size busbw
+# time" rows to $raw/LIB.NP.COLL
 one() {
-    local lib=$1 np=$2 coll=$3 rep=$4 out part rc
-    for part in small large; do
-        # a range entirely on one side of SPLIT (-b 128K, -e 32K) has one part
-        [ $part = small ] && [ "$(bytes "$minb")" -gt "$(lim_small)" ] && continue
-        [ $part = large ] && [ "$(bytes "$maxb")" -lt "$SPLIT" ] && continue
-        out=$raw/$lib.$np.$coll.$rep.$part
-        if [ $part = small ]; then
-            # shellcheck disable=SC2046
-            timeout 600 $(cmd "$lib" "$np") "$coll" "${ARGS[@]}" -e "$(lim_small)" "${SMALL[@]}" \
-                >"$out" 2>"$out.err" </dev/null
-        else
-            timeout 600 $(cmd "$lib" "$np") "$coll" "${ARGS[@]}" -b "$(lim_large)" "${LARGE[@]}" \
-                >"$out" 2>"$out.err" </dev/null
-        fi
+    local lib=$1 np=$2 coll=$3 rep=$4 out band rc b e lo hi
+    b=$(bytes "$minb")
+    e=$(bytes "$maxb")
+    for band in "${BANDS[@]}"; do
+        lo=${LO[$band]}
+        hi=${HI[$band]}
+        # the band's part of the range, if any (-b 128K -e 512K: the medium one only)
+        [ "$b" -gt "$lo" ] && lo=$b
+        { [ "$hi" -eq 0 ] || [ "$e" -lt "$hi" ]; } && hi=$e
+        [ "$lo" -gt "$hi" ] && continue
+        out=$raw/$lib.$np.$coll.$rep.$band
+        # shellcheck disable=SC2046,SC2086
+        timeout 600 $(cmd "$lib" "$np") "$coll" "${ARGS[@]}" -b "$lo" -e "$hi" ${ITER[$band]} \
+            >"$out" 2>"$out.err" </dev/null
         rc=$?
         if [ $rc -ne 0 ]; then
-            echo "compare-coll.sh: $lib $coll -n $np (repetition $rep, $part) failed ($rc):" >&2
+            echo "compare-coll.sh: $lib $coll -n $np (repetition $rep, $band sizes) failed ($rc):" >&2
             sed 's/^/  /' "$out.err" "$out" | tail -20 >&2
             return 1
         fi
@@ -189,8 +193,6 @@ bytes() {
         if (u == "K") m = 1024; else if (u == "M") m = 1048576; else if (u == "G") m = 1073741824;
         if (m > 1) s = substr(s, 1, length(s) - 1); printf "%d\n", s * m }'
 }
-lim_small() { local e; e=$(bytes "$maxb"); [ "$e" -lt $((SPLIT / 2)) ] && echo "$e" || echo $((SPLIT / 2)); }
-lim_large() { local b; b=$(bytes "$minb"); [ "$b" -gt "$SPLIT" ] && echo "$b" || echo $SPLIT; }
 
 label() {    # NP or HOSTSxRANKS, in words
     case $1 in *x*) echo "${1%x*} hosts x ${1#*x} ranks" ;; *) echo "$1 ranks" ;; esac
@@ -228,7 +230,7 @@ for np in $nps; do
     echo "- $(label "$np"): \`$(cmd plait "$np" | sed -e "s|$B/||g" -e "s|$raw/|DIR/|g") COLL ${ARGS[*]}\` vs"
     echo "  \`$(cmd mpi "$np" | sed -e "s|$B/||g" -e "s|$raw/|DIR/|g") COLL ${ARGS[*]}\`"
 done
-echo "- iterations: ${SMALL[*]} below $SPLIT B, ${LARGE[*]} from $SPLIT B; median of $reps"
+echo "- iterations: ${ITER[small]} below 64 KiB, ${ITER[medium]} from 64 KiB to 1 MiB, ${ITER[large]} from 2 MiB; median of $reps"
 echo "  repetitions (min-max beside it), plait and Open MPI interleaved"
 echo "- busbw in GB/s, out-of-place, nccl-tests factors; time in us; ratio = Open MPI time /"
 echo "  plait time (> 1: plait faster)"

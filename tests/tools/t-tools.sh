@@ -412,19 +412,21 @@ fi
 # ------------------------------------------- the side-by-side collective table
 
 CMP=$S/bench/compare-coll.sh
-check "compare-coll.sh -i with three numbers: usage error (exit 2) naming -i" \
-    eval 'run_rc 2 "$CMP" -i "20 2 2" "$B" && grep -q -- "-i needs four numbers" "$T/err"'
+check "compare-coll.sh -i with five numbers: usage error (exit 2) naming -i" \
+    eval 'run_rc 2 "$CMP" -i "20 2 10 1 2" "$B" && grep -q -- "-i needs six numbers" "$T/err"'
 check "compare-coll.sh -i with a non-number: usage error (exit 2)" \
-    eval 'run_rc 2 "$CMP" -i "20 x 2 1" "$B" && grep -q -- "-i needs four numbers" "$T/err"'
+    eval 'run_rc 2 "$CMP" -i "20 x 10 1 2 1" "$B" && grep -q -- "-i needs six numbers" "$T/err"'
 if [ -x "$B/bench/nccltests_mpi" ] && [ -x "$PLAITRUN" ] && command -v mpirun >/dev/null; then
-    # a real table of 8-64 B, 2 ranks, with the iterations -i asked for
-    run_rc 0 "$CMP" -n 2 -C allreduce -r 1 -b 8 -e 64 -i "20 2 2 1" "$B"
+    # a real table, 2 ranks, sizes in all three iteration bands (16 KiB-4 MiB:
+    # 16 and 32 KiB, 64 KiB-1 MiB, 2 and 4 MiB): nine rows, none lost
+    # between the bands' jobs, with the iterations -i asked for
+    run_rc 0 "$CMP" -n 2 -C allreduce -r 1 -b 16K -e 4M -i "20 2 5 1 2 1" "$B"
     if [ $? -eq 0 ] && grep -q '^### allreduce, 2 ranks' "$T/out" &&
-       grep -q '^- iterations: -n 20 -w 2 below' "$T/out" &&
-       [ "$(grep -c '^| [0-9]* B |' "$T/out")" -eq 4 ]; then
-        ok "compare-coll.sh: plait and Open MPI side by side, the iterations -i set"
+       grep -q '^- iterations: -n 20 -w 2 below 64 KiB, -n 5 -w 1 from 64 KiB to 1 MiB, -n 2 -w 1 from 2 MiB' "$T/out" &&
+       [ "$(grep -c '^| [0-9]* [KM]iB |' "$T/out")" -eq 9 ]; then
+        ok "compare-coll.sh: plait and Open MPI side by side, the iterations -i set per band"
     else
-        not_ok "compare-coll.sh: plait and Open MPI side by side, the iterations -i set" "$T/out" "$T/err"
+        not_ok "compare-coll.sh: plait and Open MPI side by side, the iterations -i set per band" "$T/out" "$T/err"
     fi
 else
     skip "compare-coll.sh table" "bench/nccltests_mpi, plaitrun or mpirun missing"
