@@ -75,11 +75,11 @@ shift $((OPTIND - 1))
 B=$(cd "${1:-${PLAIT_BUILDDIR:-.}}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 case $reps in ''|*[!0-9]*|0) echo "compare-coll.sh: -r needs a number >= 1" >&2; exit 2 ;; esac
-read -r it_s wu_s it_m wu_m it_l wu_l extra <<<"$iters"
-for v in "$it_s" "$wu_s" "$it_m" "$wu_m" "$it_l" "$wu_l"; do
-    case $v in ''|*[!0-9]*) echo "compare-coll.sh: -i needs six numbers (\"N W N W N W\"), got \"$iters\"" >&2; exit 2 ;; esac
-done
-[ -z "$extra" ] || { echo "compare-coll.sh: -i takes six numbers, got \"$iters\"" >&2; exit 2; }
+read -r -a it <<<"$iters"
+if [ "${#it[@]}" -ne 6 ] || [[ "${it[*]}" =~ [^0-9\ ] ]]; then
+    echo "compare-coll.sh: -i needs six numbers (\"N W N W N W\"), got \"$iters\"" >&2
+    exit 2
+fi
 
 PLAITRUN=$B/launcher/plaitrun
 BENCH=$B/tools/plait-bench
@@ -120,13 +120,13 @@ if [ -n "$layouts" ]; then
     hosts_up "$PFX" "$nh" "$raw" || exit 1
 fi
 cores=$(nproc)
-ARGS=(-b "$minb" -e "$maxb" -d "$dtype" -o "$op" -I "$inplace")
+ARGS=(-d "$dtype" -o "$op" -I "$inplace")   # (each band's job adds its -b / -e)
 
 # Iterations (-i), by size band, each band a job of its own: nccl-tests'
 # defaults (20 timed, 5 warm-up) are too few for calls of microseconds on a
 # shared machine, and for those of a few hundred.
 BANDS=(small medium large)
-declare -A ITER=([small]="-n $it_s -w $wu_s" [medium]="-n $it_m -w $wu_m" [large]="-n $it_l -w $wu_l")
+declare -A ITER=([small]="-n ${it[0]} -w ${it[1]}" [medium]="-n ${it[2]} -w ${it[3]}" [large]="-n ${it[4]} -w ${it[5]}")
 declare -A LO=([small]=0 [medium]=65536 [large]=2097152)
 declare -A HI=([small]=32768 [medium]=1048576 [large]=0)   # 0: no bound
 
@@ -227,10 +227,12 @@ else
     echo "- libraries: plait $plait_ver; $mpi_ver (coll/tuned, btl self,vader)"
 fi
 for np in $nps; do
-    echo "- $(label "$np"): \`$(cmd plait "$np" | sed -e "s|$B/||g" -e "s|$raw/|DIR/|g") COLL ${ARGS[*]}\` vs"
-    echo "  \`$(cmd mpi "$np" | sed -e "s|$B/||g" -e "s|$raw/|DIR/|g") COLL ${ARGS[*]}\`"
+    echo "- $(label "$np"): \`$(cmd plait "$np" | sed -e "s|$B/||g" -e "s|$raw/|DIR/|g") COLL -b $minb -e $maxb ${ARGS[*]}\` vs"
+    echo "  \`$(cmd mpi "$np" | sed -e "s|$B/||g" -e "s|$raw/|DIR/|g") COLL -b $minb -e $maxb ${ARGS[*]}\`"
 done
-echo "- iterations: ${ITER[small]} below 64 KiB, ${ITER[medium]} from 64 KiB to 1 MiB, ${ITER[large]} from 2 MiB; median of $reps"
+echo "- iterations: ${ITER[small]} below $(human "${LO[medium]}"), ${ITER[medium]} from" \
+     "$(human "${LO[medium]}") to $(human "${HI[medium]}"), ${ITER[large]} from $(human "${LO[large]}");" \
+     "median of $reps"
 echo "  repetitions (min-max beside it), plait and Open MPI interleaved"
 echo "- busbw in GB/s, out-of-place, nccl-tests factors; time in us; ratio = Open MPI time /"
 echo "  plait time (> 1: plait faster)"
