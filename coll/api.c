@@ -59,6 +59,17 @@ static int check_alltoallv(const char *fn, const pcoll_args_t *a, int n, int r)
     return PLAIT_OK;
 }
 
+/* coll_check's refusals of a buffer alone (a root's NULL recvbuf, say):
+ * every other argument passed, so the others' calls take the path this
+ * rank would have taken (coll_refuse_in_step). Distinct from PLAIT_ERR_ARG
+ * only inside this file. */
+#define COLL_BUF_REFUSED 1
+static int coll_buf_refused(int rc)
+{
+    (void)rc;   /* (PLAIT_ERR_ARG, its message set) */
+    return COLL_BUF_REFUSED;
+}
+
 static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
 {
     const char *why;
@@ -83,10 +94,11 @@ static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
                        "count?)", fn, a->count);
     bufs_needed(a, comm->rank, &need_s, &need_r);
     if (a->count && need_s && !a->sbuf)
-        return prt_err(PLAIT_ERR_ARG, "%s: sendbuf is NULL with count %zu", fn, a->count);
+        return coll_buf_refused(prt_err(PLAIT_ERR_ARG, "%s: sendbuf is NULL with count %zu", fn,
+                                        a->count));
     if (a->count && need_r && !a->rbuf)
-        return prt_err(PLAIT_ERR_ARG, "%s: %s is NULL with count %zu", fn,
-                       a->coll == PCOLL_BCAST ? "buf" : "recvbuf", a->count);
+        return coll_buf_refused(prt_err(PLAIT_ERR_ARG, "%s: %s is NULL with count %zu", fn,
+                                        a->coll == PCOLL_BCAST ? "buf" : "recvbuf", a->count));
     return PLAIT_OK;
 }
 
@@ -266,6 +278,34 @@ static __attribute__((noinline)) int coll_run_sched_locked(const char *fn, ppt_s
     return rc;
 }
 
+/* A call refused for a buffer alone (COLL_BUF_REFUSED) while the others,
+ * whose buffers pass (a gather's NULL recvbuf matters at the root only),
+ * run it: on a communicator whose shared-memory area is set up (world's
+ * from plait_init on) it takes the call's area numbers as theirs do
+ * (pcoll_area_skip_locked), or the area stays a call out of step for good;
+ * the others fail the call on this rank's notice where they wait for its
+ * part, and the next call meets on every rank. (Found by a test written
+ * against API.md alone: world's next area call failed on every rank after
+ * a gather whose root alone passed a NULL recvbuf.) Where the area is not
+ * set up yet the others set it up in this call, which a refused call
+ * cannot join without racing its own notice: that case is as pcoll_refuse
+ * leaves it (USER-GUIDE, "When a call fails"). */
+static int coll_refuse_in_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int nb)
+{
+    int rc = PLAIT_ERR_ARG, setup_rc;
+    if (!pcoll_area_ready(comm))
+        return pcoll_refuse(s, comm, rc);
+    pthread_mutex_lock(&s->lock);
+    comm->coll_calls++;
+    comm->coll_seq++;
+    /* (the area is ready: use_locked sets nothing up, sends nothing) */
+    if (nb ? pcoll_area_nb_use_locked(s, comm, a) : pcoll_area_use_locked(s, comm, a, "", &setup_rc))
+        pcoll_area_skip_locked(s, comm, a, nb);
+    pcoll_fail_tell_locked(s, comm, comm->coll_calls, rc);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
 /*
  * One path for every collective: req NULL = blocking. A blocking call keeps
  * its schedule and its request on the stack (nothing allocated for small
@@ -285,7 +325,9 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
     if (!(s = ppt_enter(&rc, fn)))
         return rc;
     PRT_CHECK(ppt_comm_check(comm, fn));
-    if ((rc = coll_check(fn, comm, a)) != PLAIT_OK)
+    if ((rc = coll_check(fn, comm, a)) == COLL_BUF_REFUSED)
+        return coll_refuse_in_step(s, comm, a, req != NULL);
+    if (rc != PLAIT_OK)
         return pcoll_refuse(s, comm, rc);
     if (a->count == 0 && a->coll != PCOLL_ALLTOALLV) {
         comm->coll_calls++;   /* (one thread at a time per communicator: coll_nothing) */

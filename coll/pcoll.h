@@ -356,6 +356,12 @@ int pcoll_area_prepare_locked(ppt_state_t *s, plait_comm_t comm, const char *fn)
 int pcoll_area_nb_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a);
 int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                             const char *fn, plait_request_t *out);
+/* 1 when comm's area is set up (and usable). */
+int pcoll_area_ready(plait_comm_t comm);
+/* A call this rank refused that the others run on the area (use or nb_use
+ * said so): takes its area call numbers and reads them, publishing nothing
+ * (coll/api.c coll_refuse_in_step). */
+void pcoll_area_skip_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int nb);
 
 /* Shared pieces (coll/util.c). */
 /* Element offset and count of block i when count elements split into n blocks

@@ -561,6 +561,12 @@ int pcoll_area_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t 
     return bytes <= A->slot || (large && A->direct);
 }
 
+int pcoll_area_ready(plait_comm_t comm)
+{
+    const pcoll_area_t *A = comm->area;
+    return A && A->state == AREA_READY;
+}
+
 int pcoll_area_prepare_locked(ppt_state_t *s, plait_comm_t comm, const char *fn)
 {
     int rc = PLAIT_OK;
@@ -1593,6 +1599,22 @@ int pcoll_area_nb_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args
            bytes <= A->slot;   /* (an allreduce beyond a slot: area_allreduce_pieces) */
 }
 
+/* Queues op (numbered, its request set or NULL) behind the others. */
+static void area_op_queue(pcoll_area_t *A, plait_comm_t comm, area_op_t *op)
+{
+    atomic_fetch_add(&comm->refs, 1);   /* the queue's hold (area_op_finish drops it) */
+    if (A->qtail)
+        A->qtail->next = op;
+    else
+        A->qhead = op;
+    A->qtail = op;
+    A->nops++;
+    if (!A->queued_any) {   /* from now on the read word is kept (area_read_done) */
+        A->queued_any = 1;
+        atomic_store_explicit(area_done(A, comm->rank), A->read, memory_order_release);
+    }
+}
+
 int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                             const char *fn, plait_request_t *out)
 {
@@ -1618,17 +1640,7 @@ int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
         area_plan(&op->c, &op->a, &op->p);
     else
         area_inputs_plan(&op->a, &op->p);
-    atomic_fetch_add(&comm->refs, 1);   /* the queue's hold (area_op_finish drops it) */
-    if (A->qtail)
-        A->qtail->next = op;
-    else
-        A->qhead = op;
-    A->qtail = op;
-    A->nops++;
-    if (!A->queued_any) {   /* from now on the read word is kept (area_read_done) */
-        A->queued_any = 1;
-        atomic_store_explicit(area_done(A, comm->rank), A->read, memory_order_release);
-    }
+    area_op_queue(A, comm, op);
     req->coll = op;
     req->what = fn;
     req->peer = PLAIT_ANY_SOURCE;
@@ -1644,4 +1656,44 @@ int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
         pcoll_listed_locked(s, req);
     *out = req;
     return PLAIT_OK;
+}
+
+/* --------------------------------------------------------- refusing one */
+
+/* The others' calls publish and wait (their waits fail on this rank's
+ * notice, or pass where they never read this rank's slot: a gather's
+ * non-roots); a blocking one that fails takes one area call however many
+ * it would have made (its first exchange waits for every rank), a
+ * non-blocking one as many as it would have made (pcoll_area_start_locked).
+ * This rank takes the same numbers and reads them, in call order: at once
+ * with nothing queued, else as a failed op without a request, which leaves
+ * at its turn. A blocking call finishes the queued ones first, as its run
+ * would have. */
+void pcoll_area_skip_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int nb)
+{
+    pcoll_area_t *A = comm->area;
+    area_call_t c = {s, comm, A, "a refused collective", pcoll_call_sig(a), comm->coll_calls,
+                     (int)(comm->coll_seq - 1), area_lane(A, comm->size, a)};
+    int steps = nb && !area_one_exchange(A, comm->size, a) ? 2 : 1;
+    area_op_t *op;
+    if (!nb)
+        (void)area_drain(&c);   /* (a failure here is the next call's to find) */
+    if (!A->qhead) {
+        A->seq += (uint32_t)steps;
+        area_read_done(A, comm->rank, A->seq);
+        return;
+    }
+    if (!(op = A->spare ? memset(A->spare, 0, sizeof *op) : calloc(1, sizeof *op))) {
+        A->seq += (uint32_t)steps;   /* (the numbering goes on; read when the next call reads) */
+        return;
+    }
+    A->spare = NULL;
+    op->c = c;
+    op->a = *a;
+    op->s = A->seq + 1;
+    op->steps = op->published = steps;
+    op->failed = PLAIT_ERR_ARG;
+    A->seq += (uint32_t)steps;
+    area_op_queue(A, comm, op);
+    area_nb_advance(A);
 }

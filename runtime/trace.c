@@ -25,7 +25,7 @@
  *   Z  zero-copy part of a send done (parts left, 0, sid)
  *   S  sendmmsg called (payload bytes, packets, 0)
  *   s  ... returned (messages sent, path, 0)
- *   V  recvmmsg returned data (bytes, datagrams, 0)
+ *   V  recvmmsg returned data (bytes, datagrams, ns the call took)
  *   T  a timer scan marked packets lost by timeout (packets, peer, 0)
  *   p  placement copies of a batch begin (copies, 0, 0)
  *   P  ... done (copies, 0, 0)

@@ -48,6 +48,11 @@ if [ -x "$B/tests/coll/coll_refuse" ]; then
     PLAIT_TIMEOUT=0 job "mpirun: mismatches no message shows, stalled ranks' probes find them -n 4" \
         4 "" "$B/tests/coll/coll_refuse" silent
 fi
+# the root alone refuses for its buffer: the communicator stays in step
+if [ -x "$B/tests/coll/coll_rootbuf" ]; then
+    PLAIT_TIMEOUT=0 job "mpirun: the root refuses for its buffer alone, the communicator stays usable -n 3" \
+        3 "" "$B/tests/coll/coll_rootbuf"
+fi
 # non-blocking calls on the shared area in every order, under mpirun too
 if [ -x "$B/tests/coll/coll_nb_area" ]; then
     job "mpirun: non-blocking calls on the shared area, in flight in every order -n 3" \

@@ -238,6 +238,18 @@ if [ -x "$REFUSE" ]; then
     # (pt2pt/probe.c), no timeout
     PROG=$REFUSE job "mismatches no message shows: stalled ranks' probes find them, no timeout (4 ranks)" \
         4 0 -- silent
+fi
+# The root alone refuses a rooted call for a buffer only it needs (a gather's
+# NULL recvbuf): the communicator must stay in step, on the shared area too
+# (world's, and a duplicate's once set up), no timeout.
+ROOTBUF=$B/tests/coll/coll_rootbuf
+if [ -x "$ROOTBUF" ]; then
+    for n in 2 3 5; do
+        PROG=$ROOTBUF job "the root refuses for its buffer alone: the communicator stays usable, no timeout ($n ranks)" \
+            "$n" 0 --
+    done
+    PROG=$ROOTBUF job "the root refuses for its buffer alone, udp: the communicator stays usable, no timeout (3 ranks)" \
+        3 0 PLAIT_TRANSPORT=udp --
     PROG=$REFUSE job "mismatches no message shows, two ranks (shared area): probes, no timeout" \
         2 0 -- silent
     PROG=$REFUSE job "mismatches no message shows, tcp: probes, no timeout (5 ranks)" \

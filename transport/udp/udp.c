@@ -1349,7 +1349,7 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, udp_rxp_t *x, int fd, int most
     int total = 0, n, vlen;
     size_t unacked = 0;
     do {
-        uint64_t now;
+        uint64_t now, t0 = atomic_load_explicit(&prt_trace_on, memory_order_relaxed) ? prt_now_ns() : 0;
         size_t bytes = 0;
         vlen = r->vlen;
         if (vlen > UDP_RX_SHARED && r->gro && u->tx_help && udp_rx_expected(u))
@@ -1365,7 +1365,7 @@ static int udp_rx_sock(udp_t *u, udp_engine_t *g, udp_rxp_t *x, int fd, int most
         now = prt_now_ns();
         for (int i = 0; i < n; i++)
             bytes += r->m[i].msg_len;
-        prt_trace('V', (int64_t)bytes, n, 0);
+        prt_trace('V', (int64_t)bytes, n, t0 ? now - t0 : 0);   /* (the call's ns: its copies) */
         r->vlen = udp_rx_vlen(n, bytes);
         for (int i = 0; i < n; i++) {
             size_t len = r->m[i].msg_len, seg = udp_gro_size(&r->m[i].msg_hdr);
