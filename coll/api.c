@@ -280,30 +280,38 @@ static __attribute__((noinline)) int coll_run_sched_locked(const char *fn, ppt_s
 
 /* A call refused for a buffer alone (COLL_BUF_REFUSED) while the others,
  * whose buffers pass (a gather's NULL recvbuf matters at the root only),
- * run it: on a communicator whose shared-memory area is set up (world's
- * from plait_init on) it takes the call's area numbers as theirs do
- * (pcoll_area_skip_locked), or the area stays a call out of step for good;
- * the others fail the call on this rank's notice where they wait for its
- * part, and the next call meets on every rank. (Found by a test written
- * against API.md alone: world's next area call failed on every rank after
- * a gather whose root alone passed a NULL recvbuf.) Where the area is not
- * set up yet the others set it up in this call, which a refused call
- * cannot join without racing its own notice: that case is as pcoll_refuse
- * leaves it (USER-GUIDE, "When a call fails"). */
-static int coll_refuse_in_step(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int nb)
+ * run it: it takes its numbers as theirs do, or the communicator stays a
+ * call out of step for good. On the shared-memory area inside a host that
+ * means its area call numbers (pcoll_area_skip_locked; the others fail on
+ * this rank's notice where they wait for its part), and where the call is
+ * the communicator's first small one, the area's setup, which is
+ * collective: this rank takes part, then publishes its refusal in its slot
+ * instead of sending a notice (pcoll_area_refuse_locked says why). The
+ * next call then meets on every rank. (Found by a test written against
+ * API.md alone: the root of a gather with a NULL recvbuf left world's next
+ * area call failing on every rank, and 3 ranks of a new communicator hung
+ * in their next call.) A non-blocking call never sets the area up. */
+static int coll_refuse_in_step(const char *fn, ppt_state_t *s, plait_comm_t comm,
+                               const pcoll_args_t *a, int nb)
 {
-    int rc = PLAIT_ERR_ARG, setup_rc;
-    if (!pcoll_area_ready(comm))
-        return pcoll_refuse(s, comm, rc);
+    char why[256];
+    int rc = PLAIT_OK, area, was_ready = pcoll_area_ready(comm);
+    snprintf(why, sizeof why, "%s", prt_err_text());
     pthread_mutex_lock(&s->lock);
     comm->coll_calls++;
+    comm->coll_blocking = comm->coll_calls;   /* (a probe must not read it as over yet) */
+    area = nb ? pcoll_area_nb_use_locked(s, comm, a) : pcoll_area_use_locked(s, comm, a, fn, &rc);
+    comm->coll_blocking = 0;
     comm->coll_seq++;
-    /* (the area is ready: use_locked sets nothing up, sends nothing) */
-    if (nb ? pcoll_area_nb_use_locked(s, comm, a) : pcoll_area_use_locked(s, comm, a, "", &setup_rc))
+    if (area && rc == PLAIT_OK && !was_ready)
+        pcoll_area_refuse_locked(s, comm, a, why);
+    else if (area && rc == PLAIT_OK)
         pcoll_area_skip_locked(s, comm, a, nb);
-    pcoll_fail_tell_locked(s, comm, comm->coll_calls, rc);
+    prt_err(PLAIT_ERR_ARG, "%s", why);   /* (the setup may have set another) */
+    if (!area || rc != PLAIT_OK || was_ready)
+        pcoll_fail_tell_locked(s, comm, comm->coll_calls, PLAIT_ERR_ARG);
     pthread_mutex_unlock(&s->lock);
-    return rc;
+    return PLAIT_ERR_ARG;
 }
 
 /*
@@ -326,7 +334,7 @@ static int coll_run(const char *fn, plait_comm_t comm, pcoll_args_t *a, plait_re
         return rc;
     PRT_CHECK(ppt_comm_check(comm, fn));
     if ((rc = coll_check(fn, comm, a)) == COLL_BUF_REFUSED)
-        return coll_refuse_in_step(s, comm, a, req != NULL);
+        return coll_refuse_in_step(fn, s, comm, a, req != NULL);
     if (rc != PLAIT_OK)
         return pcoll_refuse(s, comm, rc);
     if (a->count == 0 && a->coll != PCOLL_ALLTOALLV) {

@@ -362,6 +362,10 @@ int pcoll_area_ready(plait_comm_t comm);
  * said so): takes its area call numbers and reads them, publishing nothing
  * (coll/api.c coll_refuse_in_step). */
 void pcoll_area_skip_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int nb);
+/* The same where the blocking call set the area up: its slot marked refused,
+ * with why, instead of a notice (coll/shm_small.c). */
+void pcoll_area_refuse_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                              const char *why);
 
 /* Shared pieces (coll/util.c). */
 /* Element offset and count of block i when count elements split into n blocks

@@ -919,6 +919,26 @@ static inline void area_read_done(pcoll_area_t *A, int rank, uint32_t s)
     }
 }
 
+/* The bytes of a slot whose rank refused its call (pcoll_area_refuse_locked):
+ * its reason follows, NUL-terminated within the lane's data. */
+#define AREA_REFUSED UINT64_MAX
+
+/* Rank q refused call s (its slot says so): its reason, quoted as a
+ * peer's notice is (pt2pt/notice.c), read bounded and printable only. */
+static int area_refused(const area_call_t *c, int q, const area_slot_t *sl)
+{
+    char why[AREA_SMALL_DATA], cb[112];
+    const char *d = (const char *)sl + AREA_HDR;
+    size_t n = 0;
+    for (; n < sizeof why - 1 && d[n]; n++)
+        why[n] = d[n] < 0x20 || d[n] > 0x7e ? '?' : d[n];
+    why[n] = '\0';
+    c->comm->coll_told = c->call;   /* (a peer's refusal: not echoed, as a notice is not) */
+    return prt_err(PLAIT_ERR_ARG, "%s: rank %d of communicator %s failed this call (its "
+                   "collective call %u there): \"%s\"", c->fn, q,
+                   ppt_comm_label(c->comm, cb, sizeof cb), (unsigned)c->call, why);
+}
+
 /* Step 3's checks: the headers of the slots of call s that plan p reads
  * against this rank's. */
 static inline int area_check(const area_call_t *c, uint32_t s, const area_plan_t *p)
@@ -943,6 +963,8 @@ static inline int area_check(const area_call_t *c, uint32_t s, const area_plan_t
                            "an earlier collective's arguments differed between ranks (e.g. a "
                            "count of 0 on some ranks only, which they cannot see)", c->fn, q,
                            (unsigned)sl->call, (unsigned)c->call);
+        if (sl->bytes == AREA_REFUSED)
+            return area_refused(c, q, sl);
         if (sl->sig != c->sig)
             return pcoll_sig_mismatch(c->fn, q, sl->sig, c->sig);
         if (sl->root != p->root)
@@ -1696,4 +1718,41 @@ void pcoll_area_skip_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
     A->seq += (uint32_t)steps;
     area_op_queue(A, comm, op);
     area_nb_advance(A);
+}
+
+/* A call this rank refused for a buffer alone on a communicator whose area
+ * the call itself set up (coll/api.c coll_refuse_in_step): a notice could
+ * reach a peer still in the setup's last messages and end the setup there
+ * only, leaving the area ready on some ranks and none on others. So the
+ * refusal goes through the area instead: this rank publishes its slot of
+ * the call marked AREA_REFUSED with its reason, which a peer reading it
+ * quotes (area_check); a peer that does not read it (a gather's non-root)
+ * finishes the call. One area call, as the others' failing or finishing
+ * one-exchange or first exchange takes. */
+void pcoll_area_refuse_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                              const char *why)
+{
+    pcoll_area_t *A = comm->area;
+    area_call_t c = {s, comm, A, "a refused collective", pcoll_call_sig(a), comm->coll_calls,
+                     (int)(comm->coll_seq - 1), area_lane(A, comm->size, a)};
+    uint32_t at = A->seq + 1;
+    size_t cap = c.lane == AREA_LANE_SMALL ? AREA_SMALL_DATA : A->slot;
+    size_t n = strnlen(why, cap - 1);
+    area_slot_t *mine;
+    A->seq = at;
+    if (area_drain(&c) != PLAIT_OK || area_reuse(&c, at) != PLAIT_OK) {
+        area_read_done(A, comm->rank, at);   /* (the peers fail on their own waits) */
+        return;
+    }
+    mine = area_slot(&c, comm->rank, at);
+    mine->bytes = AREA_REFUSED;
+    mine->root = a->root;
+    mine->sig = c.sig;
+    mine->call = c.call;
+    atomic_store_explicit(&mine->done, A->read, memory_order_relaxed);
+    memcpy(area_data(mine), why, n);
+    area_data(mine)[n] = '\0';
+    atomic_store_explicit(&mine->seq, at, memory_order_release);
+    area_ring(A);
+    area_read_done(A, comm->rank, at);
 }

@@ -8,14 +8,14 @@
  * usable: the next allreduce of seeded random data on it must match a
  * local reference on every rank.
  *
- * Each case runs on two communicators: world (its shared-memory area made
- * in plait_init) and a duplicate used once before (its area set up then);
- * blocking and non-blocking forms, 16 elements (the area inside a host) and
- * 65536 (messages), twice each. A test written against API.md alone found
- * the root's refusal leaving the area a call out of step: world's next area
- * call failed on every rank. (A fresh duplicate whose first call is the
- * refused one is not run: the others set its area up in that call, which
- * the refusing rank does not join; coll/api.c coll_refuse_in_step.) Written against plait.h only; run by t-coll.sh and
+ * Each case runs on three communicators: world (its shared-memory area made
+ * in plait_init), a duplicate used once before (its area set up then) and a
+ * fresh duplicate (the refused call is its first, in which the others set
+ * its area up); blocking and non-blocking forms, 16 elements (the area
+ * inside a host) and 65536 (messages), twice each. A test written against
+ * API.md alone found the root's refusal leaving the area a call out of
+ * step: world's next area call failed on every rank, and 3 ranks of a fresh
+ * duplicate hung in their next call. Written against plait.h only; run by t-coll.sh and
  * t-coll-mpirun.sh. The seed: argv[1], else PLAIT_TEST_SEED, else a fixed
  * one; printed. Exit 0 when all held.
  */
@@ -101,7 +101,7 @@ static void still_usable(const char *name, plait_comm_t c, unsigned seed, int k)
 
 static void one_case(int kind, int nb, size_t count, int comm_kind, unsigned seed, int k)
 {
-    static const char *comm_names[] = {"world", "used dup"};
+    static const char *comm_names[] = {"world", "used dup", "fresh dup"};
     int root = np - 1, rc;
     size_t cap = count * (size_t)np;
     int32_t *in = calloc(cap, sizeof *in), *out = malloc(cap * sizeof *out);
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
     if (me == 0)
         printf("coll_rootbuf: %d ranks, seed %u\n", np, seed);
     for (int rep = 0; rep < 2; rep++)
-        for (int comm_kind = 0; comm_kind < 2; comm_kind++)
+        for (int comm_kind = 0; comm_kind < 3; comm_kind++)
             for (int kind = 0; kind < 4; kind++)
                 for (int nb = 0; nb < 2; nb++)
                     for (size_t count = 16; count <= 65536; count *= 4096)

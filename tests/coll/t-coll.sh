@@ -241,7 +241,7 @@ if [ -x "$REFUSE" ]; then
 fi
 # The root alone refuses a rooted call for a buffer only it needs (a gather's
 # NULL recvbuf): the communicator must stay in step, on the shared area too
-# (world's, and a duplicate's once set up), no timeout.
+# (world's; a new one's, set up in that very call), no timeout.
 ROOTBUF=$B/tests/coll/coll_rootbuf
 if [ -x "$ROOTBUF" ]; then
     for n in 2 3 5; do
