@@ -3,7 +3,9 @@
  * buffer that only the root needs (reduce's and gather's recvbuf, scatter's
  * sendbuf; bcast's buf, which every rank needs, passed NULL by the root
  * only), the others pass good arguments. The root must get PLAIT_ERR_ARG
- * naming the buffer, the others PLAIT_OK or PLAIT_ERR_ARG, nobody may wait
+ * naming the buffer, the others PLAIT_OK or PLAIT_ERR_ARG (or, over
+ * messages, PLAIT_ERR_TRANSPORT for a message a failing peer withdrew, as
+ * coll_refuse allows), nobody may wait
  * for ever (run with PLAIT_TIMEOUT=0), and the communicator must stay
  * usable: the next allreduce of seeded random data on it must match a
  * local reference on every rank.
@@ -122,7 +124,10 @@ static void one_case(int kind, int nb, size_t count, int comm_kind, unsigned see
         if (rc != PLAIT_ERR_ARG || !strstr(plait_last_error(), word))
             FAIL("%s: the root got %d '%s', expected PLAIT_ERR_ARG naming %s", name, rc,
                  rc ? plait_last_error() : "", word);
-    } else if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG) {
+    } else if (rc != PLAIT_OK && rc != PLAIT_ERR_ARG &&
+               !(rc == PLAIT_ERR_TRANSPORT && strstr(plait_last_error(), "withdrew"))) {
+        /* (over messages, a rank whose matched message a failing peer withdrew
+         * before the root's notice came may say so instead, as in coll_refuse) */
         FAIL("%s: got %d (%s): %s", name, rc, plait_strerror(rc), plait_last_error());
     }
     still_usable(name, c, seed, k);
