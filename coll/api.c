@@ -59,16 +59,11 @@ static int check_alltoallv(const char *fn, const pcoll_args_t *a, int n, int r)
     return PLAIT_OK;
 }
 
-/* coll_check's refusals of a buffer alone (a root's NULL recvbuf, say):
- * every other argument passed, so the others' calls take the path this
- * rank would have taken (coll_refuse_in_step). Distinct from PLAIT_ERR_ARG
- * only inside this file. */
+/* coll_check's return for a refusal of a buffer alone (a root's NULL
+ * recvbuf, say; PLAIT_ERR_ARG's message set): every other argument passed,
+ * so the others' calls take the path this rank would have taken
+ * (coll_refuse_in_step). Distinct from PLAIT_ERR_ARG only inside this file. */
 #define COLL_BUF_REFUSED 1
-static int coll_buf_refused(int rc)
-{
-    (void)rc;   /* (PLAIT_ERR_ARG, its message set) */
-    return COLL_BUF_REFUSED;
-}
 
 static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
 {
@@ -93,12 +88,15 @@ static int coll_check(const char *fn, plait_comm_t comm, pcoll_args_t *a)
         return prt_err(PLAIT_ERR_ARG, "%s: count %zu is larger than any buffer (a negative "
                        "count?)", fn, a->count);
     bufs_needed(a, comm->rank, &need_s, &need_r);
-    if (a->count && need_s && !a->sbuf)
-        return coll_buf_refused(prt_err(PLAIT_ERR_ARG, "%s: sendbuf is NULL with count %zu", fn,
-                                        a->count));
-    if (a->count && need_r && !a->rbuf)
-        return coll_buf_refused(prt_err(PLAIT_ERR_ARG, "%s: %s is NULL with count %zu", fn,
-                                        a->coll == PCOLL_BCAST ? "buf" : "recvbuf", a->count));
+    if (a->count && need_s && !a->sbuf) {
+        prt_err(PLAIT_ERR_ARG, "%s: sendbuf is NULL with count %zu", fn, a->count);
+        return COLL_BUF_REFUSED;
+    }
+    if (a->count && need_r && !a->rbuf) {
+        prt_err(PLAIT_ERR_ARG, "%s: %s is NULL with count %zu", fn,
+                a->coll == PCOLL_BCAST ? "buf" : "recvbuf", a->count);
+        return COLL_BUF_REFUSED;
+    }
     return PLAIT_OK;
 }
 

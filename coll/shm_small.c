@@ -1213,6 +1213,15 @@ static int area_lane(const pcoll_area_t *A, int n, const pcoll_args_t *a)
                                                                              : AREA_LANE_BIG;
 }
 
+/* Call a of comm as its area call: the communicator's call number, and its
+ * number in comm->coll_seq, which the caller has taken. */
+static area_call_t area_call_of(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
+                                const char *fn)
+{
+    return (area_call_t){s, comm, comm->area, fn, pcoll_call_sig(a), comm->coll_calls,
+                         (int)(comm->coll_seq - 1), area_lane(comm->area, comm->size, a)};
+}
+
 /* What this rank publishes in a one-exchange call and whose slots it reads:
  * a root's data (bcast, scatter) or everyone's (the rest; a reduction's
  * input is scaled into the slot where pcoll_prescaled), read by everyone, by
@@ -1327,9 +1336,7 @@ static int area_drain(const area_call_t *c);
 int pcoll_area_run_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a,
                           const char *fn)
 {
-    area_call_t c = {s, comm, comm->area, fn, pcoll_call_sig(a), comm->coll_calls,
-                     (int)(comm->coll_seq - 1),   /* (taken by the caller) */
-                     area_lane(comm->area, comm->size, a)};
+    area_call_t c = area_call_of(s, comm, a, fn);
     int rc;
     if (a->coll == PCOLL_ALLTOALLV || a->coll >= PCOLL_NCOLL)
         return prt_err(PLAIT_ERR_INTERNAL, "%s: no shared-memory area variant", fn);
@@ -1621,6 +1628,15 @@ int pcoll_area_nb_use_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args
            bytes <= A->slot;   /* (an allreduce beyond a slot: area_allreduce_pieces) */
 }
 
+/* A zeroed op: the area's spare (the last one freed), or a new one; NULL
+ * without memory. */
+static area_op_t *area_op_alloc(pcoll_area_t *A)
+{
+    area_op_t *op = A->spare ? memset(A->spare, 0, sizeof *op) : calloc(1, sizeof *op);
+    A->spare = NULL;
+    return op;
+}
+
 /* Queues op (numbered, its request set or NULL) behind the others. */
 static void area_op_queue(pcoll_area_t *A, plait_comm_t comm, area_op_t *op)
 {
@@ -1641,19 +1657,16 @@ int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
                             const char *fn, plait_request_t *out)
 {
     pcoll_area_t *A = comm->area;
-    area_op_t *op = A->spare ? memset(A->spare, 0, sizeof *op) : calloc(1, sizeof *op);
+    area_op_t *op = area_op_alloc(A);
     plait_request_t req = op ? ppt_req_new(PPT_REQ_COLL, comm, NULL) : NULL;
     int steps = area_one_exchange(A, comm->size, a) ? 1 : 2;
     uint32_t seq = A->seq + 1;
     A->seq += (uint32_t)steps;   /* (taken even without memory: the numbering goes on) */
-    A->spare = NULL;
     if (!req) {
         free(op);
         return prt_err(PLAIT_ERR_NOMEM, "%s: no memory for its request", fn);
     }
-    op->c = (area_call_t){s, comm, A, fn, pcoll_call_sig(a), comm->coll_calls,
-                          (int)(comm->coll_seq - 1),   /* (taken by the caller) */
-                          area_lane(A, comm->size, a)};
+    op->c = area_call_of(s, comm, a, fn);
     op->a = *a;
     op->s = seq;
     op->steps = steps;
@@ -1694,8 +1707,7 @@ int pcoll_area_start_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
 void pcoll_area_skip_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_t *a, int nb)
 {
     pcoll_area_t *A = comm->area;
-    area_call_t c = {s, comm, A, "a refused collective", pcoll_call_sig(a), comm->coll_calls,
-                     (int)(comm->coll_seq - 1), area_lane(A, comm->size, a)};
+    area_call_t c = area_call_of(s, comm, a, "a refused collective");
     int steps = nb && !area_one_exchange(A, comm->size, a) ? 2 : 1;
     area_op_t *op;
     if (!nb)
@@ -1705,11 +1717,10 @@ void pcoll_area_skip_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_args_
         area_read_done(A, comm->rank, A->seq);
         return;
     }
-    if (!(op = A->spare ? memset(A->spare, 0, sizeof *op) : calloc(1, sizeof *op))) {
+    if (!(op = area_op_alloc(A))) {
         A->seq += (uint32_t)steps;   /* (the numbering goes on; read when the next call reads) */
         return;
     }
-    A->spare = NULL;
     op->c = c;
     op->a = *a;
     op->s = A->seq + 1;
@@ -1733,8 +1744,7 @@ void pcoll_area_refuse_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_arg
                               const char *why)
 {
     pcoll_area_t *A = comm->area;
-    area_call_t c = {s, comm, A, "a refused collective", pcoll_call_sig(a), comm->coll_calls,
-                     (int)(comm->coll_seq - 1), area_lane(A, comm->size, a)};
+    area_call_t c = area_call_of(s, comm, a, "a refused collective");
     uint32_t at = A->seq + 1;
     size_t cap = c.lane == AREA_LANE_SMALL ? AREA_SMALL_DATA : A->slot;
     size_t n = strnlen(why, cap - 1);
