@@ -70,6 +70,15 @@ static const prt_cfg_entry_t prt_cfg_entries[] = {
     {"PLAIT_UDP_GSO", PRT_CFG_BOOL, "1", NULL,
      "udp: send batches with segmentation offload (UDP_SEGMENT) when the kernel offers it",
      CFG_AT(udp_gso)},
+    {"PLAIT_UDP_GRO", PRT_CFG_BOOL, "1", NULL,
+     "udp: receive coalesced datagrams (UDP_GRO) where the kernel offers it (0: one packet per "
+     "datagram, GSO datagrams cut into their segments by the receiving kernel)",
+     CFG_AT(udp_gro)},
+    {"PLAIT_UDP_RUNS", PRT_CFG_BOOL, "1", NULL,
+     "udp: a GSO datagram of one message's packets carries one header for all of them (the "
+     "receiver's kernel hands it over whole on veth and bridges; where a path cuts it, the "
+     "receiver says so and the sender goes back to a header per packet)",
+     CFG_AT(udp_runs)},
     {"PLAIT_UDP_ZCOPY_MIN", PRT_CFG_SIZE, "64K", NULL,
      "udp: rendezvous data frames from this size are sent from the user's buffer, not copied "
      "(the send completes once every packet is acknowledged; 0 = always copy)",

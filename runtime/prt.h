@@ -124,6 +124,8 @@ typedef struct {
     double   udp_give_up_s;    /* PLAIT_UDP_GIVE_UP */
     size_t   udp_mtu;          /* PLAIT_UDP_MTU, 0 = from the interface */
     int      udp_gso;          /* PLAIT_UDP_GSO: UDP segmentation offload when the kernel has it */
+    int      udp_gro;          /* PLAIT_UDP_GRO: receive coalesced datagrams (UDP_GRO) */
+    int      udp_runs;         /* PLAIT_UDP_RUNS: one header per GSO datagram (pp.h PP_F_RUN) */
     size_t   udp_zcopy_min;    /* PLAIT_UDP_ZCOPY_MIN: reference DATA payloads from this size (0 off) */
     int      udp_tx_help;      /* PLAIT_UDP_TX_HELP: PRT_TX_HELP_* */
     int      stats;            /* PLAIT_STATS: print transport counters at finalize */

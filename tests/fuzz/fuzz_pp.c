@@ -9,6 +9,8 @@
  * common header (magic, known flags, rank, epoch, tag, zero reserved bytes)
  * over the bytes, so the fuzzer reaches the per-field checks behind the
  * parser; bit 1 makes it an ACK, bit 2 pads or cuts an ACK to its length.
+ * A data packet flagged PP_F_RUN goes in as udp.c hands it over: the bytes
+ * its run spans (pp_run_span).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -93,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(&h, pkt, sizeof h);
             h.magic = PP_MAGIC;
             h.type = (mode & 2) ? PP_T_ACK : PP_T_DATA;
-            h.flags &= h.type == PP_T_ACK ? 0 : PP_F_ALL;
+            h.flags &= h.type == PP_T_ACK ? PP_F_RUN : PP_F_ALL;   /* (an ACK's: runs cut) */
             if (h.type == PP_T_ACK)   /* (data keeps its ack_via: any value is a hint) */
                 h.hlen = h.ack_via = 0;
             h.src = 1;
@@ -105,8 +107,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (len >= pp_sealed_len(&h, len))   /* (shorter: truncated, dropped first) */
                 pp_seal(pkt, pp_sealed_len(&h, len), h.tag);
         }
-        if (pp_parse(pkt, len, KEY, 0, &src, &type) < 0 && src == 1)
-            pp_rx(&c, now, pkt, len);
+        if (pp_parse(pkt, len, KEY, 0, &src, &type) < 0 && src == 1) {
+            size_t span = type == PP_T_DATA ? pp_run_span(pkt, len) : 0;   /* as udp.c */
+            pp_rx(&c, now, pkt, span ? span : len);
+        }
         now += 50000;
         pp_poll(&c, now);
         while (pp_tx_next(&c, now, &o))

@@ -11,6 +11,8 @@
 # launched with plaitrun --host a:1,b:1 --launch-agent 'ip netns exec NS-{host}'):
 #   0% loss: pt2pt_sizes and pt2pt_many (checksummed random data), and both
 #            routers forwarded the job's packets (the paths really spread);
+#            runs (one header per GSO datagram) cut by the hosts' software
+#            segmentation are found and stopped (ethtool present);
 #   1% and 5% random loss of UDP on both routers (nftables): every byte
 #            intact, and the transport reports retransmissions;
 #   one path rate-limited hard (tbf 10 Mbit/s on R2, R1 unshaped): intact;
@@ -141,6 +143,20 @@ if [ $((r1_1 - r1_0)) -gt 100 ] && [ $((r2_1 - r2_0)) -gt 100 ]; then
 else
     fail "udp A<->B: the paths spread over both routers" \
         "packets forwarded to B: R1 $((r1_1 - r1_0)), R2 $((r2_1 - r2_0))" "$(grep -m3 'conn\|path' "$out")"
+fi
+# The bed's hosts segment their UDP in software before the wire (udp-bed.sh,
+# with ethtool), as a NIC's segmentation offload would: a run (one header per GSO
+# datagram, pp.h PP_F_RUN) arrives cut. The receiver must say so and the
+# sender go back to a header per packet, every byte intact (pt2pt_sizes
+# checked them).
+if command -v ethtool >/dev/null; then
+    if grep -q "runs off (the peer found one cut)" "$out" &&
+       grep -Eq "runs rx [0-9]+ \([1-9][0-9]* cut\)" "$out"; then
+        pass "udp A<->B, datagrams segmented before the wire: runs found cut, the senders stopped them"
+    else
+        fail "udp A<->B, datagrams segmented before the wire: runs found cut, the senders stopped them" \
+            "$(grep -o 'runs rx.*' "$out" | tr '\n' ' ')"
+    fi
 fi
 job "udp A<->B, no loss: pt2pt_many" "" pt2pt_many
 

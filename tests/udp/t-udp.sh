@@ -125,6 +125,30 @@ job "udp loopback: PLAIT_UDP_PATHS=1 pt2pt_sizes -n 2" 2 "PLAIT_UDP_PATHS=1" "$B
 job "udp loopback: 1500-byte datagrams, 4K chunks pt2pt_sizes -n 2" 2 \
     "PLAIT_UDP_MTU=1500 PLAIT_CHUNK_SIZE=4K" "$BIN/pt2pt_sizes"
 
+# Runs (pp.h PP_F_RUN: one header per GSO datagram) at 1500-byte datagrams:
+# taken whole (runs counted, none cut); and with the receiving kernel cutting
+# every GSO datagram (PLAIT_UDP_GRO=0): the cut is found, the senders go back
+# to a header per packet, and every byte still arrives (checked).
+name="udp loopback: runs in 1500-byte datagrams"
+if job "$name: pt2pt_sizes -n 2" 2 "PLAIT_STATS=1 PLAIT_UDP_MTU=1500" "$BIN/pt2pt_sizes"; then
+    if [ "$(grep -Ec "runs rx [1-9][0-9]* \(0 cut\)" "$out")" = 2 ] && ! grep -q "runs off" "$out"; then
+        pass "$name: every run taken whole"
+    else
+        fail "$name: every run taken whole" "$(grep -o 'runs rx.*' "$out" | tr '\n' ' ')"
+    fi
+fi
+name="udp loopback: runs cut by the receiving kernel (PLAIT_UDP_GRO=0)"
+if job "$name: pt2pt_sizes -n 2" 2 "PLAIT_STATS=1 PLAIT_UDP_MTU=1500 PLAIT_UDP_GRO=0" \
+       "$BIN/pt2pt_sizes"; then
+    if [ "$(grep -c "runs off (the peer found one cut)" "$out")" = 2 ]; then
+        pass "$name: both senders stopped sending runs"
+    else
+        fail "$name: both senders stopped sending runs" "$(grep -o 'runs rx.*' "$out" | tr '\n' ' ')"
+    fi
+fi
+job "udp loopback: PLAIT_UDP_RUNS=0 at 1500-byte datagrams, pt2pt_many -n 2" 2 \
+    "PLAIT_UDP_RUNS=0 PLAIT_UDP_MTU=1500" "$BIN/pt2pt_many"
+
 # Zero copy (PLAIT_UDP_ZCOPY_MIN, default on): a send buffer overwritten right
 # after plait_wait must not reach the receiver; small datagrams make many
 # packets to repair; and the copy path stays covered with it off.

@@ -2019,6 +2019,209 @@ static void t_piggyback_gso(void)
     free(n);
 }
 
+/* ---------------------------------------------------------------- runs */
+
+/* Runs (pp.h PP_F_RUN): a step's packets go grouped as udp.c sends them,
+ * every message intact and in order, runs counted, none cut, nothing
+ * resent; then with whole runs lost (5%); then over a path that cuts every
+ * run into its segments (a receiver without GRO): the receiver keeps what
+ * the header's segment holds and says so in its ACKs, the sender sends no
+ * run from then on, and every message still arrives. */
+static void t_runs(void)
+{
+    net_t *n = net_new(11, 12, NULL);
+    int permille = 50;
+    uint64_t cut;
+    xfer_t x;
+    n->runs = 1;
+    x = transfer(n, 66, 64, 1);
+    xfer_ok("runs", x, 66);
+    TAP_OK(n->c[1].st.rx_runs > 10 && n->c[1].st.rx_runs_cut == 0 && !n->c[0].runs_off &&
+           retx(n) == 0, "runs: %llu runs received, none cut, nothing resent (%llu)",
+           (unsigned long long)n->c[1].st.rx_runs, (unsigned long long)retx(n));
+    n->filter = f_random_loss;
+    n->arg = &permille;
+    x = transfer(n, 66, 64, 1);
+    xfer_ok("runs, 5% of the datagrams lost", x, 66);
+    TAP_OK(retx(n) > 0 && !n->c[0].runs_off, "runs, 5%% lost: repaired by retransmission (%llu)",
+           (unsigned long long)retx(n));
+    net_fini(n);
+    free(n);
+
+    n = net_new(13, 14, NULL);
+    n->runs = 2;
+    x = transfer(n, 66, 64, 1);
+    xfer_ok("runs cut by the path", x, 66);
+    cut = n->c[1].st.rx_runs_cut;
+    TAP_OK(cut > 0 && n->c[0].runs_off && n->parse_drops[PP_DROP_MAGIC] + n->parse_drops[PP_DROP_KEY] > 0,
+           "runs cut by the path: the receiver found %llu cut, the sender stopped sending runs, "
+           "the headerless segments were dropped (%llu)", (unsigned long long)cut,
+           (unsigned long long)(n->parse_drops[PP_DROP_MAGIC] + n->parse_drops[PP_DROP_KEY]));
+    x = transfer(n, 66, 64, 1);
+    xfer_ok("runs cut by the path, later messages", x, 66);
+    TAP_OK(n->c[1].st.rx_runs_cut == cut, "runs cut by the path: no run sent after the sender "
+           "heard (%llu cut in all)", (unsigned long long)n->c[1].st.rx_runs_cut);
+    net_fini(n);
+    free(n);
+}
+
+/* Placed messages in runs (rendezvous data: every packet of a chunk one
+ * region's consecutive bytes) under loss and reordering: the region is
+ * intact, and the receiver's placement copies of a run merged into one
+ * per run (pp_rx_copy_defer: a run's payloads lie back to back). */
+static void t_runs_placed(void)
+{
+    net_t *n = malloc(sizeof *n);
+    region_t rg = {calloc(1, 200000), 200000};
+    uint8_t *src = malloc(200000), hdr[40] = {9, 8, 7};
+    int permille = 30, steps = 0, got = 0;
+    pp_copy_t q[256];
+    uint32_t nq;
+    pp_out_t o[64];
+    int k = 0, r;
+    pp_msg_t *m;
+    placed_net_init(n, &rg);
+    n->runs = 1;
+    msg_fill(src, 200000, 5, 1);
+    /* one chunk by hand, deferred copies: one copy for the run */
+    pp_send_placed(&n->c[0], hdr, sizeof hdr, src, 3500, 77, 0);
+    while (k < 64 && pp_tx_next(&n->c[0], n->now, &o[k]))
+        k++;
+    r = pp_run_count(&n->c[0], o, k, 60000);
+    pp_rx_copy_defer(&n->c[1], q, 256);
+    net_emit_run(n, 0, &n->c[0], o, r);
+    net_deliver(n);
+    nq = pp_rx_copy_take(&n->c[1]);
+    TAP_OK(r == k && k >= 3 && nq == 1 && q[0].len == 3500 && q[0].src != NULL,
+           "runs, placed: a %d-packet chunk is one run (%d) and one placement copy (%u, %zu B)",
+           k, r, nq, nq ? q[0].len : 0);
+    for (uint32_t i = 0; i < nq; i++)
+        memcpy(q[i].dst, q[i].src, q[i].len);
+    pp_rx_copy_done(&n->c[1], nq);
+    /* the rest under loss and reordering */
+    n->filter = f_random_loss;
+    n->arg = &permille;
+    n->reverse = 1;
+    pp_send_placed(&n->c[0], hdr, sizeof hdr, src + 3500, 200000 - 3500, 77, 3500);
+    while (steps++ < MAX_STEPS && (got < 2 || !pp_idle(&n->c[0]))) {
+        net_step(n, 64);
+        while ((m = pp_deliver(&n->c[1])) != NULL) {
+            got++;
+            pp_msg_release(&n->c[1], m);
+        }
+    }
+    TAP_OK(got == 2 && memcmp(rg.buf, src, 200000) == 0 && n->c[1].st.rx_runs > 5,
+           "runs, placed: 200000 bytes intact in the region under 3%% loss and reordering "
+           "(%llu runs)", (unsigned long long)n->c[1].st.rx_runs);
+    net_fini(n);
+    free(n);
+    free(rg.buf);
+    free(src);
+}
+
+/* A reply that carries the ACK of its request on its last packet (pp.h
+ * PP_F_ACK) still leaves as one run: the run's header takes the ACK over,
+ * and the requester's window empties by it. */
+static void t_runs_piggy(void)
+{
+    net_t *n = malloc(sizeof *n);
+    pp_cfg_t a, b;
+    pp_out_t o[8];
+    uint8_t hdr[8] = {0}, body[4000];
+    int k = 0, r, ok;
+    pp_msg_t *m;
+    net_cfg(&a, 0, 45, 46);
+    net_cfg(&b, 1, 45, 46);
+    net_init(n, &a, &b);
+    piggy_send(n, 0, 1);
+    net_deliver(n);
+    ok = piggy_take(n, 1, 1);   /* side 1 now owes the ACK of the request */
+    memset(body, 7, sizeof body);
+    pp_send(&n->c[1], hdr, sizeof hdr, body, sizeof body);
+    while (k < 8 && pp_tx_next(&n->c[1], n->now, &o[k]))
+        k++;
+    r = pp_run_count(&n->c[1], o, k, 60000);
+    net_emit_run(n, 1, &n->c[1], o, r);
+    net_deliver(n);
+    m = pp_deliver(&n->c[0]);
+    ok &= m && m->len == sizeof hdr + sizeof body && m->data[sizeof hdr + 3999] == 7;
+    if (m)
+        pp_msg_release(&n->c[0], m);
+    TAP_OK(ok && k >= 3 && r == k && (PKT_FLAGS(o[k - 1].hdr) & PP_F_ACK) &&
+           n->c[0].snd_una == n->c[0].snd_nxt,
+           "runs: a %d-packet reply with the ACK on its last packet is one run (%d), delivered "
+           "intact, and the ACK it carried emptied the requester's window", k, r);
+    net_fini(n);
+    free(n);
+}
+
+/* A run's header is checked like a packet's: a segment size of 0 or above
+ * the MTU, a run of one packet or less, a reserved field not 0, a datagram
+ * longer than its run, are dropped (out of bounds) and deliver nothing; a
+ * run received twice is dropped as duplicates the second time; pp_run_count
+ * joins no retransmission and no packet of another path. */
+static void t_run_fields(void)
+{
+    net_t *n = net_new(21, 22, NULL);
+    static uint8_t pkt[70000], good[70000];
+    uint8_t body[5000], hdr[8] = {1};
+    pp_out_t o[16];
+    size_t hl, len = 0, at;
+    uint64_t tag = pp_tag(NET_KEY, 0, 1), before;
+    int k = 0, bad = 0;
+    pp_run_t run;
+    msg_fill(body, sizeof body, 9, 1);
+    pp_send(&n->c[0], hdr, sizeof hdr, body, sizeof body);
+    while (k < 16 && pp_tx_next(&n->c[0], n->now, &o[k]))
+        k++;
+    hl = pp_run_hdr(&n->c[0], o, k, good);
+    at = hl - PP_RUN_LEN;
+    len = hl;
+    for (int i = 0; i < k; i++) {
+        memcpy(good + len, o[i].payload, o[i].len);
+        len += o[i].len;
+    }
+    for (int c = 0; c < 5; c++) {
+        size_t l = len;
+        memcpy(pkt, good, len);
+        memcpy(&run, pkt + at, sizeof run);
+        if (c == 0)
+            run.seg = 0;
+        else if (c == 1)
+            run.seg = (uint16_t)(n->c[1].cfg.mtu + 1);
+        else if (c == 2)
+            run.bytes = run.seg;
+        else if (c == 3)
+            run.rsv = 1;
+        else
+            l = len + 10;   /* ten bytes more than the run */
+        memcpy(pkt + at, &run, sizeof run);
+        pp_seal(pkt, hl, tag);
+        before = n->c[1].st.drops[PP_DROP_BOUNDS];
+        pp_rx(&n->c[1], n->now, pkt, l);
+        bad += n->c[1].st.drops[PP_DROP_BOUNDS] != before + 1 || n->c[1].st.rx_pkts != 0;
+    }
+    TAP_OK(bad == 0 && k >= 4, "run fields: 5 malformed runs of %d packets dropped out of bounds, "
+           "nothing taken (%d wrong)", k, bad);
+    pp_rx(&n->c[1], n->now, good, len);
+    before = n->c[1].st.drops[PP_DROP_DUP];
+    pp_rx(&n->c[1], n->now, good, len);
+    TAP_OK(pp_deliver_ready(&n->c[1]) && n->c[1].st.rx_pkts == (uint64_t)k &&
+           n->c[1].st.drops[PP_DROP_DUP] == before + (uint64_t)k,
+           "run fields: the good run delivers its message, again it is %d duplicates", k);
+    /* what pp_run_count joins */
+    o[2].hdr[offsetof(pp_hdr_t, flags)] |= PP_F_RETX;
+    TAP_OK(pp_run_count(&n->c[0], o, k, 60000) == 2, "run fields: a retransmission ends a run");
+    TAP_OK(pp_run_count(&n->c[0], &o[2], k - 2, 60000) == 1, "run fields: a retransmission "
+           "starts none");
+    o[2].hdr[offsetof(pp_hdr_t, flags)] &= (uint8_t)~PP_F_RETX;
+    o[3].path = o[0].path + 1;
+    TAP_OK(pp_run_count(&n->c[0], o, k, 60000) == 3, "run fields: another path ends a run");
+    TAP_OK(pp_run_count(&n->c[0], o, k, 2 * o[0].len) == 2, "run fields: the byte cap ends a run");
+    net_fini(n);
+    free(n);
+}
+
 /* pwin: a loss cuts a path's window only where that path shows congestion:
  * its queue-inclusive RTT above base + max(base / 2, 2 x PP_QUEUE_TARGET_NS), or no fresh
  * acknowledgement (its delay estimate is stale: everything may be dropping). */
@@ -2705,6 +2908,10 @@ int main(void)
     t_ack_due();
     t_piggyback();
     t_piggyback_gso();
+    t_runs();
+    t_runs_placed();
+    t_runs_piggy();
+    t_run_fields();
     t_cubic_queue_guard();
     t_cubic_fair_target();
     t_cubic_near_queue();

@@ -45,6 +45,11 @@ struct net {
     int           held_steps[NET_MAXHOLD], nheld;
     uint64_t      parse_drops[PP_DROP_N];
     void         *arg;
+    /* Runs (pp.h PP_F_RUN), as udp.c sends them: 0 packet by packet; 1 a
+     * step's packets grouped by pp_run_count into runs; 2 the same, but the
+     * path cuts every run into segments of the size of its first packet
+     * (a NIC's segmentation offload), as a receiver without GRO sees them. */
+    int           runs;
 };
 
 static inline void net_cfg(pp_cfg_t *cfg, int me, uint32_t isn_a, uint32_t isn_b)
@@ -172,6 +177,49 @@ static inline void net_deliver(net_t *n)
     }
 }
 
+/* The run o[0..k) as one datagram (net.runs): its header, the payloads
+ * behind it; the filter decides its fate whole; cut (runs 2), the first
+ * segment keeps the header and the others arrive alone. */
+static inline void net_emit_run(net_t *n, int from, const pp_conn_t *c, const pp_out_t *o, int k)
+{
+    static uint8_t pkt[70000];
+    size_t len = pp_run_hdr(c, o, k, pkt), seg = o[0].hdr_len + o[0].len;
+    int fate;
+    for (int i = 0; i < k; i++) {
+        memcpy(pkt + len, o[i].payload, o[i].len);
+        len += o[i].len;
+    }
+    fate = n->filter ? n->filter(n, from, pkt, len, n->seq[from]) : NET_PASS;
+    n->seq[from] += (uint64_t)k;
+    if (fate == NET_DROP)
+        return;
+    for (size_t at = 0; at < len; at += n->runs == 2 ? seg : len)
+        net_enqueue(n, !from, pkt + at, n->runs == 2 && len - at > seg ? seg : len - at);
+}
+
+/* Side s's next packets, up to burst: one by one, or in runs (net.runs)
+ * while the peer has not asked for none (runs_off). */
+static inline void net_send(net_t *n, int s, int burst)
+{
+    static pp_out_t o[64];
+    int k = 0;
+    while (burst > 0) {
+        int want = burst < 64 ? burst : 64;
+        for (k = 0; k < want && pp_tx_next(&n->c[s], n->now, &o[k]); k++)
+            ;
+        for (int i = 0, r; i < k; i += r) {
+            r = n->runs && !n->c[s].runs_off ? pp_run_count(&n->c[s], &o[i], k - i, 60000) : 1;
+            if (r > 1)
+                net_emit_run(n, s, &n->c[s], &o[i], r);
+            else
+                net_emit(n, s, &o[i]);
+        }
+        if (k < want)
+            return;
+        burst -= k;
+    }
+}
+
 /* One step: each side sends what it may (up to burst packets), every queued
  * packet is delivered, then each side sends the ACK it owes. */
 static inline void net_step(net_t *n, int burst)
@@ -179,8 +227,7 @@ static inline void net_step(net_t *n, int burst)
     pp_out_t o;
     for (int s = 0; s < 2; s++) {
         pp_poll(&n->c[s], n->now);
-        for (int k = 0; k < burst && pp_tx_next(&n->c[s], n->now, &o); k++)
-            net_emit(n, s, &o);
+        net_send(n, s, burst);
     }
     net_deliver(n);
     for (int s = 0; s < 2; s++)

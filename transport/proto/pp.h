@@ -67,8 +67,9 @@
 #define PP_MSG_BIG         4096      /* from this size a message buffer is cached */
 
 enum { PP_T_DATA = 1, PP_T_ACK = 2 };
-enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4, PP_F_ACK = 8 };
-#define PP_F_ALL (PP_F_RETX | PP_F_CHUNK_END | PP_F_PLACED | PP_F_ACK)   /* others: not-plait */
+enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4, PP_F_ACK = 8, PP_F_RUN = 16 };
+#define PP_F_ALL (PP_F_RETX | PP_F_CHUNK_END | PP_F_PLACED | PP_F_ACK | PP_F_RUN)   /* others:
+                                                                                   * not-plait */
 
 /*
  * Wire format, version 2. Every byte of a data packet's header is paid on
@@ -135,7 +136,23 @@ enum { PP_F_RETX = 1, PP_F_CHUNK_END = 2, PP_F_PLACED = 4, PP_F_ACK = 8 };
  *                   exchange patterns send no ACK packet at all. Only when
  *                   the ACK has nothing more to say (no SACK bit, no new
  *                   credit or duplicate count); never on placed packets.
- *   ACK, 48-1072 bytes: common header (hlen 0), then cum, echo_psn (the PSN
+ *   run (PP_F_RUN, DATA), the data header as above, then
+ *     bytes      4  payload bytes of the run: packets psn, psn + 1, ... of
+ *                   seg bytes each (the last may be shorter), back to back
+ *                   after this header, at off, off + seg, ... of the message
+ *     seg        2  payload bytes per packet (<= the receiver's cfg.mtu)
+ *     rsv        2  0
+ *     One header for a whole GSO datagram instead of one per segment: where
+ *     the kernel hands the receiver the datagram whole (GRO; on veth and the
+ *     bridge a GSO datagram is never cut up), the sender's 2-4 us per
+ *     datagram of header iovecs and the receiver's per-packet parsing go.
+ *     Where the path cuts it (a NIC's segmentation offload, a receiver
+ *     without GRO), the segments after the first carry no header: they are
+ *     dropped as not-plait, the receiver keeps the whole packets the header's
+ *     segment holds and flags its ACKs (PP_F_RUN on an ACK), and the sender
+ *     sends no run to it again; what was cut is resent as any loss.
+ *   ACK, 48-1072 bytes: common header (hlen 0; flags 0, or PP_F_RUN: the
+ *     receiver found a run cut, see above), then cum, echo_psn (the PSN
  *     of the packet that triggered the ACK), rwnd, credit, echo_path,
  *     echo_flags (that packet's flags: RETX tells which copy arrived), dups,
  *     and the SACK bitmap of PP_WIN bits up to its last 64-bit word with a
@@ -194,20 +211,30 @@ typedef struct {
  * copy through both stacks and scan, on the latency path of every message. */
 #define PP_ACK_SHORT offsetof(pp_ack_t, sack)
 
+/* After the data header (and its place or piggybacked ACK) when PP_F_RUN. */
+typedef struct {
+    uint32_t bytes;     /* the run's payload bytes */
+    uint16_t seg;       /* payload bytes per packet */
+    uint16_t rsv;       /* 0 */
+} pp_run_t;
+
 #define PP_DATA_HDR     sizeof(pp_data_t)                         /* 40 */
 #define PP_PLACE_LEN    sizeof(pp_place_t)                        /* 12 */
 #define PP_DATA_HDR_MAX (PP_DATA_HDR + PP_PLACE_LEN)              /* 52: size cfg.mtu by this */
 #define PP_ACK_LEN      sizeof(pp_ack_t)                          /* 1072 */
 
 #define PP_PIGGY_LEN    sizeof(uint32_t)                          /* 4 */
+#define PP_RUN_LEN      sizeof(pp_run_t)                          /* 8 */
+#define PP_RUN_HDR_MAX  (PP_DATA_HDR_MAX + PP_RUN_LEN)            /* 60 */
 
 /* The header length of a data packet with these flags (PP_F_ACK and
  * PP_F_PLACED never come together: a piggybacked ACK rides on unplaced
- * packets only, so PP_DATA_HDR_MAX still bounds every header). */
+ * packets only, so PP_DATA_HDR_MAX still bounds every packet's header; a
+ * run's, PP_RUN_HDR_MAX, is one per datagram). */
 static inline size_t pp_data_hdr_len(unsigned flags)
 {
     return PP_DATA_HDR + ((flags & PP_F_PLACED) ? PP_PLACE_LEN : 0) +
-           ((flags & PP_F_ACK) ? PP_PIGGY_LEN : 0);
+           ((flags & PP_F_ACK) ? PP_PIGGY_LEN : 0) + ((flags & PP_F_RUN) ? PP_RUN_LEN : 0);
 }
 
 /* The tag of packets from rank src to rank dst of the job with this key. */
@@ -291,6 +318,8 @@ typedef struct {
     uint64_t rx_placed;                      /* payload bytes placed straight into exposed regions */
     uint64_t rx_discarded;                   /* placed bytes outside any exposed region: dropped */
     uint64_t rx_early;                       /* messages given their destination early (pp_msg_early) */
+    uint64_t rx_runs;                        /* runs received (PP_F_RUN: one header, many packets) */
+    uint64_t rx_runs_cut;                    /* ... of them cut: shorter than their header said */
     uint64_t spurious;                       /* duplicates the peer reported (our needless retx) */
     uint64_t rto_floor_ns;                   /* the RTO floor as adapted to spurious timeouts */
     uint64_t reo_ns;                         /* the fast-retransmit reordering window now */
@@ -566,6 +595,8 @@ struct pp_conn {
     uint32_t  copy_n, copy_cap;
     uint32_t  copies_out;         /* copies taken, not yet reported done: no delivery until 0 */
     int       early_hint;         /* a header pp_early_next may offer arrived (the datapath clears it) */
+    int       run_cut;            /* receiver: a run arrived cut (its ACKs say so: PP_F_RUN) */
+    int       runs_off;           /* sender: the peer found a run cut; send it none (pp_run_count) */
 
     /* Large message buffers freed lately, reused: a fresh megabyte from
      * malloc is a fresh mmap, and its page faults cost more than the copy. */
@@ -675,6 +706,21 @@ void pp_rx(pp_conn_t *c, uint64_t now, const void *pkt, size_t len);
  * ranks a moment ago: the seal is not summed a second time (a datapath's
  * receive loop; pp_rx re-checks everything for callers that did not). */
 void pp_rx_parsed(pp_conn_t *c, uint64_t now, const void *pkt, size_t len);
+/* Runs (PP_F_RUN, wire format above). How many of out[0..n) (from
+ * pp_tx_next, in order) may leave as one run of at most cap payload bytes:
+ * first transmissions of one message, consecutive PSNs and offsets, their
+ * payloads back to back in memory, on one path, every one as long as the
+ * first but a shorter last; 1 when none may join out[0]. The datapath asks
+ * only while the connection's runs_off is 0 (read under its lock). */
+int    pp_run_count(const pp_conn_t *c, const pp_out_t *out, int n, size_t cap);
+/* Writes the header of the run out[0..k) to hdr (PP_RUN_HDR_MAX bytes),
+ * sealed; returns its length. Reads only the connection's constant fields
+ * (the datapath builds runs with the connection unlocked). */
+size_t pp_run_hdr(const pp_conn_t *c, const pp_out_t *out, int k, uint8_t *hdr);
+/* The bytes of a received datagram, from pkt on (len of them), that the
+ * run at pkt spans (its header and payload, at most len); 0 when pkt is no
+ * run. A datagram of GRO may hold a run and more behind it. */
+size_t pp_run_span(const void *pkt, size_t len);
 /* Deferred placement. Between pp_rx_copy_defer and pp_rx_copy_take, pp_rx
  * queues the copies of placed payloads into the receiver's exposed regions
  * (up to cap in q; past that it copies at once) instead of making them: the

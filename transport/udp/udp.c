@@ -148,6 +148,7 @@ typedef struct {
     _Atomic int        bulk_hint;            /* a bulk message was queued (udp_tx_help) */
     _Atomic int        copying;              /* placement copies under way, unlocked */
     _Atomic int        early_hint;           /* a header udp_early_pass may offer came */
+    int                runs;                 /* data to it may go as runs (PLAIT_UDP_RUNS) */
 } udp_peer_t;
 
 typedef struct udp udp_t;
@@ -162,6 +163,9 @@ typedef struct {
     char           ctl[UDP_BATCH][CMSG_SPACE(sizeof(uint16_t))];
     int            mpath[UDP_BATCH], mfirst[UDP_BATCH], mcount[UDP_BATCH];
     int            n;
+    int            runs;                      /* the packets may go as runs (udp_tx_fill) */
+    struct iovec   riov[UDP_BATCH][2];        /* a run message's: its header, the payload */
+    uint8_t        rhdr[UDP_BATCH][PP_RUN_HDR_MAX];
 } udp_txb_t;
 
 /* Receive scratch: a recvmmsg batch with room for GRO's coalesced datagrams,
@@ -408,8 +412,11 @@ static int udp_open_paths(udp_t *u, uint32_t bind_addr)
         if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) != 0)
             setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
         /* GRO: the kernel may hand several equal packets as one buffer
-         * (split again by segment size on receipt); absent, nothing changes */
-        setsockopt(fd, SOL_UDP, UDP_GRO, &(int){1}, sizeof(int));
+         * (split again by segment size on receipt), and a GSO datagram
+         * whole (runs: pp.h PP_F_RUN); absent or off (PLAIT_UDP_GRO=0), the
+         * kernel cuts every GSO datagram into its segments */
+        if (u->cfg.udp_gro)
+            setsockopt(fd, SOL_UDP, UDP_GRO, &(int){1}, sizeof(int));
         u->ports[i] = sa.sin_port;
     }
     return PLAIT_OK;
@@ -555,6 +562,7 @@ static int udp_connect_peer(udp_t *u, int peer)
         p->dst[i].sin_port = card->ports[i % card->nrx];
     }
     free(card);
+    p->runs = u->cfg.udp_runs;
     if (pp_conn_init(&p->conn, &cfg) != 0)
         return prt_err(PLAIT_ERR_ARG, "udp: invalid protocol settings for rank %d (chunk %u, "
                        "packet payload %u)", peer, cfg.chunk, cfg.mtu);
@@ -688,8 +696,12 @@ static int udp_gso_run(const udp_txb_t *b, int i, int n)
     return k;
 }
 
-/* Builds message m of the batch for packets i..i+k-1 (one GSO datagram when k > 1). */
-static void udp_msg_build(udp_txb_t *b, udp_peer_t *p, int m, int i, int k)
+/* Builds message m of the batch for packets i..i+k-1 (one GSO datagram when
+ * k > 1; run: with one header for all, pp.h's PP_F_RUN, out of riov and
+ * rhdr, so that iov still holds each packet whole for udp_flush's
+ * fallbacks). The GSO segment size stays a packet's: the segments of a run
+ * need not line up with its packets, only with the path's MTU. */
+static void udp_msg_build(udp_txb_t *b, udp_peer_t *p, int m, int i, int k, int run)
 {
     struct msghdr *h = &b->m[m].msg_hdr;
     int path = b->out[i].path;
@@ -699,6 +711,17 @@ static void udp_msg_build(udp_txb_t *b, udp_peer_t *p, int m, int i, int k)
     h->msg_iov = b->iov[i];
     h->msg_iovlen = (size_t)(UDP_IOV * k);
     b->mpath[m] = path;
+    if (run) {
+        size_t bytes = 0;
+        for (int j = i; j < i + k; j++)
+            bytes += b->out[j].len;
+        b->riov[m][0].iov_base = b->rhdr[m];
+        b->riov[m][0].iov_len = pp_run_hdr(&p->conn, &b->out[i], k, b->rhdr[m]);
+        b->riov[m][1].iov_base = (void *)b->out[i].payload;
+        b->riov[m][1].iov_len = bytes;
+        h->msg_iov = b->riov[m];
+        h->msg_iovlen = 2;
+    }
     if (k > 1) {
         struct cmsghdr *cm;
         h->msg_control = b->ctl[m];
@@ -772,8 +795,15 @@ static void udp_flush(udp_t *u, udp_txb_t *b, udp_peer_t *p)
         b->iov[i][2].iov_len = o->len2;
     }
     for (int i = 0; i < b->n;) {
-        int k = atomic_load_explicit(&u->gso, memory_order_relaxed) ? udp_gso_run(b, i, b->n) : 1;
-        udp_msg_build(b, p, nm, i, k);
+        int gso = atomic_load_explicit(&u->gso, memory_order_relaxed), k = 1, run = 0;
+        if (gso && b->runs) {
+            int most = b->n - i < UDP_GSO_SEGS ? b->n - i : UDP_GSO_SEGS;
+            k = pp_run_count(&p->conn, &b->out[i], most, UDP_GSO_BYTES - PP_RUN_HDR_MAX);
+            run = k > 1;
+        }
+        if (gso && !run)
+            k = udp_gso_run(b, i, b->n);
+        udp_msg_build(b, p, nm, i, k, run);
         b->mfirst[nm] = i;
         b->mcount[nm++] = k;
         i += k;
@@ -873,6 +903,7 @@ static int udp_tx_fill(udp_peer_t *p, udp_txb_t *b, uint64_t now)
     size_t bytes = 0, cap = atomic_load_explicit(&p->bulk_hint, memory_order_relaxed)
                                ? UDP_BATCH_BYTES : SIZE_MAX;
     b->n = 0;
+    b->runs = p->runs && !p->conn.runs_off;
     while (b->n < UDP_BATCH && bytes < cap && pp_tx_next(&p->conn, now, &b->out[b->n])) {
         bytes += b->out[b->n].len + b->out[b->n].len2;
         b->n++;
@@ -1266,18 +1297,21 @@ static void udp_rx_dgram(udp_t *u, udp_rxp_t *x, const uint8_t *buf, size_t len,
         atomic_fetch_add(&u->drops[PP_DROP_TRUNC], 1);
         return;
     }
-    for (size_t off = 0; off < len; off += seg) {
+    for (size_t off = 0, l; off < len; off += l) {
         const uint8_t *pkt = buf + off;
-        size_t l = len - off < seg ? len - off : seg;
         uint32_t src;
-        int type, why = pp_parse(pkt, l, u->job->key, (uint32_t)u->job->rank, &src, &type);
+        int type, why;
         udp_peer_t *p;
+        l = len - off < seg ? len - off : seg;
+        why = pp_parse(pkt, l, u->job->key, (uint32_t)u->job->rank, &src, &type);
         if (why < 0 && (src >= (uint32_t)u->job->size || !u->peers[src].up))
             why = PP_DROP_CONN;
         if (why >= 0) {
             atomic_fetch_add(&u->drops[why], 1);
             continue;
         }
+        if (type == PP_T_DATA && pp_run_span(pkt, len - off))   /* a run (pp.h): one header, */
+            l = pp_run_span(pkt, len - off);                        /* its packets behind it */
         p = &u->peers[src];
         if (p != held) {
             if (held)
@@ -2150,7 +2184,7 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 "srtt %.1f us min %.1f us; cwnd %llu B; rate %.1f MB/s; blocked %llu; "
                 "peer saw %llu duplicates; "
                 "rto floor %.0f us; reordering window %.1f us; placed %llu B, discarded %llu B; "
-                "placed early %llu msgs; zero-copy %llu msgs\n",
+                "placed early %llu msgs; zero-copy %llu msgs; runs rx %llu (%llu cut)%s\n",
                 u->job->rank, r,
                 (unsigned long long)s.tx_msgs, (unsigned long long)s.tx_bytes,
                 (unsigned long long)s.tx_pkts, (unsigned long long)s.tx_chunks,
@@ -2164,7 +2198,9 @@ void ptl_udp_stats_print(ptl_tl_t *tl, FILE *f)
                 (unsigned long long)s.tx_blocked,
                 (unsigned long long)s.spurious, s.rto_floor_ns / 1e3, s.reo_ns / 1e3,
                 (unsigned long long)s.rx_placed, (unsigned long long)s.rx_discarded,
-                (unsigned long long)s.rx_early, (unsigned long long)s.tx_ref_msgs);
+                (unsigned long long)s.rx_early, (unsigned long long)s.tx_ref_msgs,
+                (unsigned long long)s.rx_runs, (unsigned long long)s.rx_runs_cut,
+                p->conn.runs_off ? "; runs off (the peer found one cut)" : "");
         for (int d = 0; d < PP_DROP_N; d++)
             if (s.drops[d])
                 fprintf(f, "    drop %s: %llu\n", pp_drop_name(d), (unsigned long long)s.drops[d]);
