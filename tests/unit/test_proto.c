@@ -1983,36 +1983,45 @@ static void t_piggyback(void)
     free(n);
 }
 
+#define PIGGY_REPLY 4000   /* bytes of piggy_reply's reply (8-byte header before them) */
+
+/* A fresh net (initial PSNs isn, isn + 1) where side 0 sent a request and
+ * side 1, owing its ACK, replies with PIGGY_REPLY bytes of 7s: the reply's
+ * packets (at most 8, *k of them) are in o, not yet sent; *ok: the request
+ * came intact. net_fini and free it. */
+static net_t *piggy_reply(uint32_t isn, pp_out_t *o, int *k, int *ok)
+{
+    net_t *n = net_new(isn, isn + 1, NULL);
+    uint8_t hdr[8] = {0}, body[PIGGY_REPLY];
+    piggy_send(n, 0, 1);
+    net_deliver(n);
+    *ok = piggy_take(n, 1, 1);   /* side 1 now owes the ACK of the request */
+    memset(body, 7, sizeof body);
+    pp_send(&n->c[1], hdr, sizeof hdr, body, sizeof body);
+    for (*k = 0; *k < 8 && pp_tx_next(&n->c[1], n->now, &o[*k]); ++*k)
+        ;
+    return n;
+}
+
 /* A reply of several packets that carries the ACK of its request still
  * makes one GSO run: every packet but the last has the first one's size,
  * the last is no longer, and the ACK rides on the last (t_piggyback's
  * replies are one packet each). */
 static void t_piggyback_gso(void)
 {
-    net_t *n = malloc(sizeof *n);
-    pp_cfg_t a, b;
     pp_out_t o[8];
-    uint8_t hdr[8] = {0}, body[4000];
     size_t sz[8];
-    int k = 0, runs = 1, ack_at = -1;
-    net_cfg(&a, 0, 43, 44);
-    net_cfg(&b, 1, 43, 44);
-    net_init(n, &a, &b);
-    piggy_send(n, 0, 1);
-    net_deliver(n);
-    piggy_take(n, 1, 1);   /* side 1 now owes the ACK of the request */
-    memset(body, 7, sizeof body);
-    pp_send(&n->c[1], hdr, sizeof hdr, body, sizeof body);
-    while (k < 8 && pp_tx_next(&n->c[1], n->now, &o[k])) {
-        sz[k] = o[k].hdr_len + o[k].len + o[k].len2;
-        if (PKT_FLAGS(o[k].hdr) & PP_F_ACK)
-            ack_at = k;
-        k++;
+    int k, runs = 1, ack_at = -1, ok;
+    net_t *n = piggy_reply(43, o, &k, &ok);
+    for (int i = 0; i < k; i++) {
+        sz[i] = o[i].hdr_len + o[i].len + o[i].len2;
+        if (PKT_FLAGS(o[i].hdr) & PP_F_ACK)
+            ack_at = i;
     }
     for (int i = 1; i < k - 1; i++)
         runs += sz[i] != sz[0];
     runs += k > 1 && sz[k - 1] > sz[0];
-    TAP_OK(k >= 3 && runs == 1 && ack_at == k - 1 && n->c[1].st.acks_piggy == 1,
+    TAP_OK(ok && k >= 3 && runs == 1 && ack_at == k - 1 && n->c[1].st.acks_piggy == 1,
            "piggyback: a %d-packet reply stays one GSO run (%d) with the ACK on its last packet "
            "(packet %d)", k, runs, ack_at);
     net_fini(n);
@@ -2124,27 +2133,15 @@ static void t_runs_placed(void)
  * and the requester's window empties by it. */
 static void t_runs_piggy(void)
 {
-    net_t *n = malloc(sizeof *n);
-    pp_cfg_t a, b;
     pp_out_t o[8];
-    uint8_t hdr[8] = {0}, body[4000];
-    int k = 0, r, ok;
+    int k, r, ok;
+    net_t *n = piggy_reply(45, o, &k, &ok);
     pp_msg_t *m;
-    net_cfg(&a, 0, 45, 46);
-    net_cfg(&b, 1, 45, 46);
-    net_init(n, &a, &b);
-    piggy_send(n, 0, 1);
-    net_deliver(n);
-    ok = piggy_take(n, 1, 1);   /* side 1 now owes the ACK of the request */
-    memset(body, 7, sizeof body);
-    pp_send(&n->c[1], hdr, sizeof hdr, body, sizeof body);
-    while (k < 8 && pp_tx_next(&n->c[1], n->now, &o[k]))
-        k++;
     r = pp_run_count(&n->c[1], o, k, 60000);
     net_emit_run(n, 1, &n->c[1], o, r);
     net_deliver(n);
     m = pp_deliver(&n->c[0]);
-    ok &= m && m->len == sizeof hdr + sizeof body && m->data[sizeof hdr + 3999] == 7;
+    ok &= m && m->len == 8 + PIGGY_REPLY && m->data[8 + PIGGY_REPLY - 1] == 7;
     if (m)
         pp_msg_release(&n->c[0], m);
     TAP_OK(ok && k >= 3 && r == k && (PKT_FLAGS(o[k - 1].hdr) & PP_F_ACK) &&
