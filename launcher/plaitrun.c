@@ -348,10 +348,10 @@ static int plr_job_setup(plr_job_t *job)
     return 0;
 }
 
-static void plr_job_teardown(plr_job_t *job, bool server_up)
+/* false when PMIx did not let go (plr_server_fini): leave with _exit then. */
+static bool plr_job_teardown(plr_job_t *job, bool server_up)
 {
-    if (server_up)
-        plr_server_fini(job);
+    bool clean = !server_up || plr_server_fini(job);
     plr_tmpdir_remove(job->tmpdir);
     plr_shm_remove(job->nspace);
     if (job->ranks)
@@ -362,6 +362,7 @@ static void plr_job_teardown(plr_job_t *job, bool server_up)
     free(job->ranks);
     free(job->exe);
     free(job->opts.xvars);
+    return clean;
 }
 
 static int plr_job_launch(plr_job_t *job, int sig_rd)
@@ -439,6 +440,9 @@ int main(int argc, char **argv)
         rc = plr_job_launch(&job, sig_rd);
     else
         rc = 1;
-    plr_job_teardown(&job, true);
+    if (!plr_job_teardown(&job, true)) {
+        fflush(NULL);
+        _exit(rc);   /* (exit handlers could wait on the PMIx threads left running) */
+    }
     return rc;
 }

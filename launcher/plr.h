@@ -137,7 +137,10 @@ typedef struct plr_event {
 int  plr_server_init(plr_job_t *job);
 int  plr_server_register_job(plr_job_t *job);
 int  plr_server_setup_rank(plr_job_t *job, int rank, char ***env);
-void plr_server_fini(plr_job_t *job);
+/* Releases the job and finalizes PMIx, each bounded in time; false when
+ * PMIx did not let go (the process should then leave with _exit: the
+ * library's threads may still run). */
+bool plr_server_fini(plr_job_t *job);
 /* Completes a fence/direct-modex callback saved in an event (data: heap, taken). */
 void plr_server_complete(void *fn, void *cbdata, int status, char *data, size_t ndata);
 void plr_server_timed_out(void *fn, void *cbdata);   /* the same, with PMIX_ERR_TIMEOUT */

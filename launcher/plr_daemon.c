@@ -71,6 +71,7 @@ typedef struct plr_daemon {
     plr_dreq_t  *reqs;
     int         watchdog;          /* write end: rank pids, 0 for "clean exit" */
     bool        ended, abandoned;
+    bool        pmix_stuck;        /* PMIx did not let go at the end (plr_server_fini) */
     uint32_t    join_who;          /* last reported to the head (plr_daemon_report_join) */
     bool        join_waiting;
     int         slot_kind[2 + PLR_DMAX_PENDING + 4096], slot_idx[2 + PLR_DMAX_PENDING + 4096];
@@ -932,7 +933,7 @@ static void plr_d_teardown(plr_job_t *job, plr_daemon_t *d, int server_up)
         shutdown(d->parent->fd, SHUT_WR);
     }
     if (server_up > 0)
-        plr_server_fini(job);
+        d->pmix_stuck = !plr_server_fini(job);
     if (job->tmpdir[0])
         plr_tmpdir_remove(job->tmpdir);
     plr_shm_remove(job->nspace);
@@ -981,5 +982,9 @@ int plr_daemon_main(int argc, char **argv)
             plr_daemon_report_exit(&job, &job.ranks[i]);
     }
     plr_d_teardown(&job, d, up);
+    if (d->pmix_stuck) {   /* (exit handlers could wait on the PMIx threads left running) */
+        fflush(NULL);
+        _exit(d->abandoned ? 1 : 0);
+    }
     return d->abandoned || up <= 0 ? 1 : 0;
 }

@@ -190,6 +190,21 @@ run nojoin -n 3 "$CLIENT" -r 1 nojoin
     has '^plaitrun: rank 1 \(pid [0-9]+\) exited without joining the job \(it never called plait_init\)' "$err"
 check "exit 0 before joining while the others wait in the fence: ends the job, naming it" $?
 
+# PMIx_server_finalize that never returns (CI once saw plaitrun hang after the
+# case above, PMIx having logged "UNREACHABLE" from its connection handler):
+# a library interposed with LD_PRELOAD stands in for the hung progress
+# thread. plaitrun must leave after its bound (5 s), say so, keep the job's
+# status, and leave nothing behind.
+if printf '#include <unistd.h>\nint PMIx_server_finalize(void) { for (;;) pause(); }\n' |
+       cc -shared -fPIC -x c -o "$WORK/stuck_fini.so" - 2>"$WORK/cc.err"; then
+    LD_PRELOAD=$WORK/stuck_fini.so run stuckfini -n 2 "$CLIENT" -r 1 exit 4
+    [ $rc = 4 ] && [ $elapsed -lt 20 ] &&
+        has '^plaitrun: warning: PMIx did not finalize within 5 s; leaving without it$' "$err"
+    check "PMIx_server_finalize that never returns: plaitrun leaves after 5 s with the job's status" $?
+else
+    notok "compile the PMIx_server_finalize stand-in" "$(cat "$WORK/cc.err")"
+fi
+
 run abort -n 3 "$CLIENT" -r 1 -o sleep abort 7
 [ $rc = 7 ] && has '^plaitrun: rank 1 called plait_abort\(7\): test abort from rank 1$' "$err"
 check "abort: message, every rank ended, exit with the abort code" $?
