@@ -1746,23 +1746,15 @@ void pcoll_area_refuse_locked(ppt_state_t *s, plait_comm_t comm, const pcoll_arg
     pcoll_area_t *A = comm->area;
     area_call_t c = area_call_of(s, comm, a, "a refused collective");
     uint32_t at = A->seq + 1;
-    size_t cap = c.lane == AREA_LANE_SMALL ? AREA_SMALL_DATA : A->slot;
-    size_t n = strnlen(why, cap - 1);
-    area_slot_t *mine;
+    char text[AREA_SMALL_DATA];   /* (either lane's data holds it whole, NUL included) */
+    area_plan_t p = {.src = text, .bytes = AREA_REFUSED, .root = a->root, .from = AREA_WAIT_NONE};
     A->seq = at;
     if (area_drain(&c) != PLAIT_OK || area_reuse(&c, at) != PLAIT_OK) {
         area_read_done(A, comm->rank, at);   /* (the peers fail on their own waits) */
         return;
     }
-    mine = area_slot(&c, comm->rank, at);
-    mine->bytes = AREA_REFUSED;
-    mine->root = a->root;
-    mine->sig = c.sig;
-    mine->call = c.call;
-    atomic_store_explicit(&mine->done, A->read, memory_order_relaxed);
-    memcpy(area_data(mine), why, n);
-    area_data(mine)[n] = '\0';
-    atomic_store_explicit(&mine->seq, at, memory_order_release);
-    area_ring(A);
+    snprintf(text, sizeof text, "%s", why);
+    p.len = strlen(text) + 1;
+    area_publish(&c, a, at, &p);
     area_read_done(A, comm->rank, at);
 }
