@@ -711,14 +711,13 @@ static void udp_msg_build(udp_txb_t *b, udp_peer_t *p, int m, int i, int k, int 
     h->msg_iov = b->iov[i];
     h->msg_iovlen = (size_t)(UDP_IOV * k);
     b->mpath[m] = path;
-    if (run) {
-        size_t bytes = 0;
-        for (int j = i; j < i + k; j++)
-            bytes += b->out[j].len;
+    if (run) {   /* (its payloads lie back to back: pp_run_count) */
+        const pp_out_t *last = &b->out[i + k - 1];
         b->riov[m][0].iov_base = b->rhdr[m];
         b->riov[m][0].iov_len = pp_run_hdr(&p->conn, &b->out[i], k, b->rhdr[m]);
         b->riov[m][1].iov_base = (void *)b->out[i].payload;
-        b->riov[m][1].iov_len = bytes;
+        b->riov[m][1].iov_len = (size_t)((const uint8_t *)last->payload + last->len -
+                                         (const uint8_t *)b->out[i].payload);
         h->msg_iov = b->riov[m];
         h->msg_iovlen = 2;
     }
@@ -1297,7 +1296,7 @@ static void udp_rx_dgram(udp_t *u, udp_rxp_t *x, const uint8_t *buf, size_t len,
         atomic_fetch_add(&u->drops[PP_DROP_TRUNC], 1);
         return;
     }
-    for (size_t off = 0, l; off < len; off += l) {
+    for (size_t off = 0, l, span; off < len; off += l) {
         const uint8_t *pkt = buf + off;
         uint32_t src;
         int type, why;
@@ -1310,8 +1309,8 @@ static void udp_rx_dgram(udp_t *u, udp_rxp_t *x, const uint8_t *buf, size_t len,
             atomic_fetch_add(&u->drops[why], 1);
             continue;
         }
-        if (type == PP_T_DATA && pp_run_span(pkt, len - off))   /* a run (pp.h): one header, */
-            l = pp_run_span(pkt, len - off);                        /* its packets behind it */
+        if (type == PP_T_DATA && (span = pp_run_span(pkt, len - off)) != 0)
+            l = span;   /* a run (pp.h): one header, its packets behind it */
         p = &u->peers[src];
         if (p != held) {
             if (held)
